@@ -1,0 +1,257 @@
+"""Health monitor: decides, from timestamps of events, whether the table must be in a safe state.
+
+Pure: no clock of its own, no I/O. The service feeds it what it sees and asks it, on every
+loop (at least every 100 ms), what state the table must be in::
+
+    from controller.health import HealthConfig, HealthMonitor, frame_digest
+
+    health = HealthMonitor(HealthConfig())            # or HealthConfig(**cfg["health"])
+    # the camera
+    health.frame(now, frame_digest(frame.image))      # every frame read (or the frame sha256)
+    health.frame_error(now, "usb:0: read failed")     # FrameError from the source
+    # the firmware bridge (serial link to the table microcontroller)
+    health.bridge(now, up=True)                       # link came up / any message received
+    health.bridge(now, up=False, detail="serial port closed")
+    # the roll bus
+    health.bus(now, up=True)                          # a publish / heartbeat succeeded
+    health.bus(now, up=False, detail="publish timed out")
+    status = health.check(now)                        # -> HealthStatus
+    if status.entered:   # new faults: bets-closed lamp on, publish an "alarm"
+        ...
+    if status.cleared and not status.safe_state:      # recovered: back to normal play
+        ...
+
+While ``status.safe_state`` is true the service shows the ``bets-closed`` (and ``fault``) lamp,
+accepts no roll (a throw in progress gets the verdict "no-roll" with the fault as reason, in the
+spirit of 9 NYCRR 5324.52(k)(2)(vi): "any other reason that renders the throw improper") and
+publishes an ``alarm`` with ``status.reasons``. The table also starts in a safe state until the
+first frame arrives (reason ``camera-no-frame``) and the bridge and bus have reported up, when
+``require_bridge`` / ``require_bus`` are set.
+
+Timing: a fault that is *reported* (``frame_error``, ``bridge(up=False)``, ``bus(up=False)``)
+is a fault at once; a fault that is *silence* (no frame, frames identical, no bridge or bus
+traffic) is a fault after its timeout. With the defaults (frames within 0.5 s, frozen after
+0.5 s) and a check every 100 ms the safe state is entered within 0.6 s of the fault. A fault
+clears after ``recover_after_s`` of good health (hysteresis, so a flapping link does not flap the
+lamps); then ``safe_state`` returns to false by itself.
+
+Reason codes (``HealthStatus.reasons``, sorted): ``camera-no-frame`` (none yet),
+``camera-lost`` (no frame for ``frame_timeout_s``), ``camera-frozen`` (the same frame digest for
+``frozen_after_s``), ``camera-error`` (the source raised), ``bridge-down`` (reported or never
+up), ``bridge-silent`` (no traffic for ``bridge_timeout_s``), ``bus-down``, ``bus-silent``.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["HealthConfig", "HealthMonitor", "HealthStatus", "frame_digest", "REASONS"]
+
+REASONS = ("camera-no-frame", "camera-lost", "camera-frozen", "camera-error",
+           "bridge-down", "bridge-silent", "bus-down", "bus-silent")
+
+
+class HealthConfig(BaseModel):
+    """Thresholds of the health monitor (TOML table ``[health]``), all in seconds.
+
+    Attributes:
+        frame_timeout_s: no frame for this long -> ``camera-lost``.
+        frozen_after_s: identical frame digests for this long -> ``camera-frozen``; ``None``
+            turns the check off (a simulated table that renders byte-identical idle frames).
+        bridge_timeout_s: no bridge traffic for this long -> ``bridge-silent``; ``None`` = off.
+        bus_timeout_s: no successful publish or heartbeat for this long -> ``bus-silent``;
+            ``None`` = off.
+        require_bridge: the firmware bridge must have reported up (a table without one: false).
+        require_bus: the roll bus must have reported up.
+        recover_after_s: a fault must be gone this long before it clears.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    frame_timeout_s: float = Field(0.5, gt=0, le=1.0)
+    frozen_after_s: float | None = Field(0.5, gt=0, le=1.0)
+    bridge_timeout_s: float | None = Field(None, gt=0)
+    bus_timeout_s: float | None = Field(None, gt=0)
+    require_bridge: bool = True
+    require_bus: bool = True
+    recover_after_s: float = Field(0.5, ge=0)
+
+
+@dataclass(frozen=True, slots=True)
+class HealthStatus:
+    """What :meth:`HealthMonitor.check` found.
+
+    Attributes:
+        safe_state: the table must be safe (bets-closed lamp, no roll accepted).
+        reasons: active fault reason codes, sorted (empty when healthy).
+        details: reason -> a human sentence (what was seen, for the alarm and the log).
+        entered: reasons that became active at this check.
+        cleared: reasons that cleared at this check.
+        since: time (the caller's clock, s) the current safe state began, or ``None``.
+    """
+
+    safe_state: bool
+    reasons: tuple[str, ...]
+    details: dict[str, str] = field(default_factory=dict)
+    entered: tuple[str, ...] = ()
+    cleared: tuple[str, ...] = ()
+    since: float | None = None
+
+
+def frame_digest(image: np.ndarray) -> bytes:
+    """A 16-byte BLAKE2b digest of a frame's pixels, to tell a frozen camera.
+
+    Args:
+        image: ``uint8`` array ``(H, W, 3)`` or ``(H, W)``.
+
+    A live sensor's noise changes the digest on every frame; a frozen pipeline repeats it.
+    Every pixel is hashed (bench/pi_bench.py prints the cost per frame).
+    """
+    arr = np.ascontiguousarray(image)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(str(arr.shape).encode())
+    h.update(memoryview(arr).cast("B"))
+    return h.digest()
+
+
+class HealthMonitor:
+    """Safe-state decision from event timestamps. See the module docstring for the API.
+
+    Args:
+        config: thresholds (:class:`HealthConfig`).
+
+    All ``now`` arguments are seconds on one monotonic clock chosen by the caller
+    (``time.monotonic()`` in the service, a fake in tests). Times that go backwards raise
+    ``ValueError``.
+    """
+
+    def __init__(self, config: HealthConfig | None = None) -> None:
+        self.config = config or HealthConfig()
+        self._last_frame_t: float | None = None
+        self._digest: bytes | str | None = None
+        self._digest_since: float | None = None
+        self._camera_error: str | None = None
+        self._bridge_up: bool | None = None
+        self._bridge_detail = ""
+        self._bridge_seen: float | None = None
+        self._bus_up: bool | None = None
+        self._bus_detail = ""
+        self._bus_seen: float | None = None
+        self._started: float | None = None
+        self._last_now: float | None = None
+        self._active: dict[str, float] = {}      # reason -> since
+        self._clear_since: dict[str, float] = {}  # active reason not seen since
+        self._safe_since: float | None = None
+
+    def _time(self, now: float) -> float:
+        if self._last_now is not None and now < self._last_now:
+            raise ValueError(f"health: time went backwards ({now} < {self._last_now})")
+        self._last_now = now
+        if self._started is None:
+            self._started = now
+        return now
+
+    # -- events --------------------------------------------------------------------------
+    def frame(self, now: float, digest: bytes | str) -> None:
+        """A frame was read at ``now`` with pixel digest ``digest`` (:func:`frame_digest`, or
+        the frame's SHA-256 hex the controller computes anyway)."""
+        self._time(now)
+        self._last_frame_t = now
+        self._camera_error = None
+        if digest != self._digest:
+            self._digest = digest
+            self._digest_since = now
+
+    def frame_error(self, now: float, detail: str) -> None:
+        """The frame source raised (``camera.base.FrameError``): ``camera-error`` until the
+        next good frame."""
+        self._time(now)
+        self._camera_error = detail or "frame source error"
+
+    def bridge(self, now: float, up: bool, detail: str = "") -> None:
+        """The firmware bridge link is up (any message from the microcontroller counts) or
+        down (``detail`` says why)."""
+        self._time(now)
+        self._bridge_up = up
+        self._bridge_detail = detail
+        if up:
+            self._bridge_seen = now
+
+    def bus(self, now: float, up: bool, detail: str = "") -> None:
+        """A publish or heartbeat on the roll bus succeeded (``up``) or failed."""
+        self._time(now)
+        self._bus_up = up
+        self._bus_detail = detail
+        if up:
+            self._bus_seen = now
+
+    # -- decision ------------------------------------------------------------------------
+    def faults(self, now: float) -> dict[str, str]:
+        """The faults present at ``now`` (before hysteresis): reason -> detail."""
+        c = self.config
+        out: dict[str, str] = {}
+        lost = True
+        if self._last_frame_t is None:
+            out["camera-no-frame"] = "no frame received yet"
+        elif now - self._last_frame_t > c.frame_timeout_s:
+            out["camera-lost"] = f"no frame for {now - self._last_frame_t:.2f} s (limit {c.frame_timeout_s} s)"
+        else:
+            lost = False
+        if self._camera_error is not None:
+            out["camera-error"] = self._camera_error
+        if (not lost and c.frozen_after_s is not None and self._digest_since is not None
+                and now - self._digest_since > c.frozen_after_s):
+            out["camera-frozen"] = (f"identical frames for {now - self._digest_since:.2f} s "
+                                    f"(limit {c.frozen_after_s} s)")
+        for name, up, detail, seen, timeout, required in (
+            ("bridge", self._bridge_up, self._bridge_detail, self._bridge_seen,
+             c.bridge_timeout_s, c.require_bridge),
+            ("bus", self._bus_up, self._bus_detail, self._bus_seen, c.bus_timeout_s, c.require_bus),
+        ):
+            if up is False:
+                out[f"{name}-down"] = detail or f"{name} reported down"
+            elif up is None and required:
+                out[f"{name}-down"] = f"{name} has not reported up yet"
+            elif up and timeout is not None and seen is not None and now - seen > timeout:
+                out[f"{name}-silent"] = f"no {name} traffic for {now - seen:.2f} s (limit {timeout} s)"
+        return out
+
+    def check(self, now: float) -> HealthStatus:
+        """Decide the table's state at ``now``. Call at least every 100 ms.
+
+        A reason becomes active as soon as its fault is present and clears once the fault has
+        been absent for ``recover_after_s``.
+        """
+        self._time(now)
+        present = self.faults(now)
+        entered = []
+        for reason in present:
+            self._clear_since.pop(reason, None)
+            if reason not in self._active:
+                self._active[reason] = now
+                entered.append(reason)
+        cleared = []
+        for reason in list(self._active):
+            if reason in present:
+                continue
+            gone_since = self._clear_since.setdefault(reason, now)
+            if now - gone_since >= self.config.recover_after_s:
+                del self._active[reason]
+                del self._clear_since[reason]
+                cleared.append(reason)
+        if self._active and self._safe_since is None:
+            self._safe_since = now
+        elif not self._active:
+            self._safe_since = None
+        details = {r: present.get(r, "clearing") for r in self._active}
+        return HealthStatus(
+            safe_state=bool(self._active),
+            reasons=tuple(sorted(self._active)),
+            details=details,
+            entered=tuple(sorted(entered)),
+            cleared=tuple(sorted(cleared)),
+            since=self._safe_since,
+        )

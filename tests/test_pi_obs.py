@@ -1,0 +1,127 @@
+"""JSON log formatter and Prometheus metrics."""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import urllib.request
+
+import numpy as np
+import pytest
+
+from controller.jsonlog import JsonFormatter, setup_logging, stdout_is_journal
+from controller.metrics import MetricsConfig, TableMetrics
+
+
+def _record(msg="roll %s", args=("r-1",), level=logging.INFO, **extra):
+    rec = logging.LogRecord("craps_table.service", level, __file__, 10, msg, args, None)
+    rec.created = 1_800_000_000.25  # 2027-01-15T08:00:00.25Z
+    for k, v in extra.items():
+        setattr(rec, k, v)
+    return rec
+
+
+def test_formatter_output_is_json_with_extras():
+    line = JsonFormatter(static={"table_id": "T1"}).format(
+        _record(verdict="no-roll", dice=np.array([3, 4]), seq=np.int64(12), frame=b"\x01\xff"))
+    obj = json.loads(line)
+    assert obj == {
+        "ts": "2027-01-15T08:00:00.250000Z", "level": "INFO", "logger": "craps_table.service",
+        "msg": "roll r-1", "table_id": "T1", "verdict": "no-roll", "dice": [3, 4], "seq": 12,
+        "frame": "01ff",
+    }
+    assert "\n" not in line
+
+
+def test_formatter_exception_clashing_keys_and_syslog_prefix():
+    try:
+        raise RuntimeError("camera gone")
+    except RuntimeError:
+        import sys
+        rec = _record(level=logging.ERROR)
+        rec.level = "shadow"  # an extra field that clashes with a standard key
+        rec.exc_info = sys.exc_info()
+    line = JsonFormatter(syslog_prefix=True).format(rec)
+    assert line.startswith("<3>{")
+    obj = json.loads(line[3:])
+    assert obj["level"] == "ERROR" and obj["_level"] == "shadow"
+    assert "RuntimeError: camera gone" in obj["exc"]
+    assert JsonFormatter(syslog_prefix=True).format(_record(level=logging.WARNING)).startswith("<4>")
+    assert JsonFormatter(syslog_prefix=True).format(_record(level=logging.DEBUG)).startswith("<7>")
+
+
+def test_setup_logging_writes_json_lines():
+    buf = io.StringIO()
+    log = setup_logging("debug", stream=buf, logger_name="craps_table.test", syslog_prefix=False)
+    log.propagate = False
+    log.info("health %s", "bridge-down", extra={"reasons": ["bridge-down"]})
+    log.debug("tick")
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    assert [(x["level"], x["msg"]) for x in lines] == [("INFO", "health bridge-down"), ("DEBUG", "tick")]
+    assert lines[0]["reasons"] == ["bridge-down"]
+    with pytest.raises(ValueError, match="log level"):
+        setup_logging("LOUD", stream=buf, logger_name="craps_table.test")
+
+
+def test_stdout_is_journal_compares_device_and_inode(tmp_path):
+    path = tmp_path / "out.log"
+    with open(path, "w") as f:
+        st = os.fstat(f.fileno())
+        assert stdout_is_journal(f, {"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"})
+        assert not stdout_is_journal(f, {"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino + 1}"})
+        assert not stdout_is_journal(f, {})
+        assert not stdout_is_journal(f, {"JOURNAL_STREAM": "junk"})
+
+
+def test_metrics_values_in_a_private_registry():
+    m = TableMetrics(fps_window_s=1.0)
+    for i in range(90):  # 3 s at 30 fps
+        m.frame(100.0 + i / 30.0)
+    assert m.value("craps_table_frames_total") == 90
+    assert m.value("craps_table_frames_per_second") == 30.0
+    for ms in (3.0, 7.0, 12.0, 40.0):
+        m.read_ms(ms)
+    assert m.value("craps_table_read_ms_count") == 4
+    assert m.value("craps_table_read_ms_sum") == 62.0
+    assert m.value("craps_table_read_ms_bucket", {"le": "10.0"}) == 2
+    assert m.value("craps_table_read_ms_bucket", {"le": "15.0"}) == 3
+    m.verdict("roll", None)
+    m.verdict("roll", None)
+    m.verdict("no-roll", "die-off-table")
+    assert m.value("craps_table_verdicts_total", {"verdict": "roll", "reason": "none"}) == 2
+    assert m.value("craps_table_verdicts_total", {"verdict": "no-roll", "reason": "die-off-table"}) == 1
+    m.sequence(4711)
+    assert m.value("craps_table_last_sequence") == 4711
+    m.health(True, ["camera-lost"])
+    assert m.value("craps_table_safe_state") == 1
+    assert m.value("craps_table_faults_total", {"reason": "camera-lost"}) == 1
+    m.health(False)
+    assert m.value("craps_table_safe_state") == 0
+    # a second instance does not clash (private registries)
+    assert TableMetrics().value("craps_table_frames_total") == 0
+
+
+def test_fps_gauge_drops_when_frames_slow_down():
+    m = TableMetrics(fps_window_s=1.0)
+    for i in range(60):
+        m.frame(i / 60.0)
+    assert m.value("craps_table_frames_per_second") == 60.0
+    for i in range(1, 11):
+        m.frame(1.0 + i * 0.2)  # 5 fps
+    assert m.value("craps_table_frames_per_second") == 5.0
+
+
+def test_metrics_http_endpoint_on_loopback():
+    m = TableMetrics()
+    port = m.serve(MetricsConfig(port=0))
+    try:
+        assert port > 0
+        m.sequence(99)
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert "craps_table_last_sequence 99.0" in body
+        assert m.serve() == port  # idempotent
+    finally:
+        m.close()
+        m.close()
+    assert MetricsConfig().addr == "127.0.0.1"
