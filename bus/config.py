@@ -1,0 +1,140 @@
+"""Configuration of the roll bus (table -> settlement), a pydantic model.
+
+One bus carries the messages of one table to its subscribers (settlement). The table binds two
+sockets, both CURVE servers:
+
+* ``pub_endpoint``: XPUB, the live stream (``XPUB_NODROP``, bounded high-water mark ``hwm``);
+* ``replay_endpoint``: ROUTER, replays journalled messages since a sequence number and takes
+  the subscribers' acknowledgements.
+
+Key files live in ``keys_dir`` (see :mod:`bus.keys`); the CURVE allow-list of subscriber public
+keys is ``authorized_dir`` (default ``keys_dir / "authorized"``).
+
+Zero-setup example (demo, tests)::
+
+    cfg = BusConfig.local(Path("/tmp/demo-bus"))   # ipc:// endpoints, journal, keys generated
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_ENDPOINT = re.compile(r"^(tcp://[^\s]+:(\d+|\*)|ipc://[^\s]+|inproc://[^\s]+)$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class BusConfig(BaseModel):
+    """Endpoints, journal, keys and limits of the roll bus.
+
+    Unknown keys are an error (``extra="forbid"``), so a misspelt config key is named in the
+    ``pydantic.ValidationError`` rather than silently ignored.
+
+    Attributes:
+        pub_endpoint: ZeroMQ endpoint of the live XPUB socket (table binds, subscribers connect),
+            e.g. ``"tcp://127.0.0.1:5556"`` or ``"ipc:///run/craps-table/bus.pub"``.
+        replay_endpoint: endpoint of the ROUTER replay/ack socket (table binds).
+        journal_path: SQLite file of the table's durable journal (WAL, ``synchronous=FULL``).
+        keys_dir: directory of key files (:mod:`bus.keys`).
+        authorized_dir: directory of the subscriber CURVE public certificates the table
+            accepts (the allow-list); ``None`` means ``keys_dir / "authorized"``.
+        table_id: the table this bus carries; the publisher stamps it in every envelope and a
+            subscriber rejects any other.
+        table_key: file stem of the table's CURVE certificate and Ed25519 signing key.
+        subscriber_key: file stem of the subscriber's CURVE certificate.
+        hwm: send/receive high-water mark in messages (bounded; ``zmq.Again`` at the table's
+            XPUB raises an alarm, the message stays journalled and is replayed).
+        heartbeat_s: seconds between heartbeats when idle (seconds, > 0).
+        replay_batch: messages per replay reply.
+        replay_timeout_s: seconds before an unanswered replay request is sent again.
+        max_pending: out-of-order messages a subscriber buffers while it fills a gap.
+        prune_acked: if true the table deletes journalled messages acknowledged by every
+            subscriber in the allow-list (never unacknowledged ones). Default keeps everything.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pub_endpoint: str = "tcp://127.0.0.1:5556"
+    replay_endpoint: str = "tcp://127.0.0.1:5557"
+    journal_path: Path = Path("var/bus/journal.sqlite")
+    keys_dir: Path = Path("var/bus/keys")
+    authorized_dir: Path | None = None
+    table_id: str = "table-1"
+    table_key: str = "table"
+    subscriber_key: str = "settlement"
+    hwm: int = Field(1000, ge=1, le=1_000_000)
+    heartbeat_s: float = Field(0.5, gt=0, le=60)
+    replay_batch: int = Field(500, ge=1, le=100_000)
+    replay_timeout_s: float = Field(1.0, gt=0, le=60)
+    max_pending: int = Field(10_000, ge=1)
+    prune_acked: bool = False
+
+    @field_validator("pub_endpoint", "replay_endpoint")
+    @classmethod
+    def _check_endpoint(cls, v: str) -> str:
+        if not _ENDPOINT.match(v):
+            raise ValueError(f"not a ZeroMQ endpoint (tcp://HOST:PORT, ipc://PATH): {v!r}")
+        return v
+
+    @field_validator("table_id", "table_key", "subscriber_key")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(f"must be 1-64 characters of letters, digits, '.', '_', '-': {v!r}")
+        return v
+
+    @property
+    def allow_dir(self) -> Path:
+        """The CURVE allow-list directory (``authorized_dir`` or ``keys_dir / "authorized"``)."""
+        return self.authorized_dir if self.authorized_dir is not None else self.keys_dir / "authorized"
+
+    @classmethod
+    def local(cls, directory: Path, *, transport: str = "ipc", **overrides) -> "BusConfig":
+        """A ready-to-use config for a demo or test: everything under ``directory``.
+
+        Creates ``directory``, generates the table and settlement keys there if absent
+        (:func:`bus.keys.ensure_keys`) and returns a config whose journal and keys live in it.
+
+        Args:
+            directory: a writable directory (created if missing).
+            transport: ``"ipc"`` (sockets ``directory/bus.pub``, ``directory/bus.replay``) or
+                ``"tcp"`` (two free ports on 127.0.0.1, chosen now).
+            overrides: any other field of :class:`BusConfig`.
+        Raises:
+            ValueError: unknown transport; pydantic.ValidationError: bad override.
+        """
+        from bus.keys import ensure_keys
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        if transport == "ipc":
+            eps = {"pub_endpoint": f"ipc://{directory.resolve() / 'bus.pub'}",
+                   "replay_endpoint": f"ipc://{directory.resolve() / 'bus.replay'}"}
+        elif transport == "tcp":
+            p1, p2 = free_tcp_ports(2)
+            eps = {"pub_endpoint": f"tcp://127.0.0.1:{p1}", "replay_endpoint": f"tcp://127.0.0.1:{p2}"}
+        else:
+            raise ValueError(f"transport must be 'ipc' or 'tcp', not {transport!r}")
+        fields = {"journal_path": directory / "journal.sqlite", "keys_dir": directory / "keys", **eps}
+        fields.update(overrides)
+        cfg = cls(**fields)
+        ensure_keys(cfg.keys_dir, table=cfg.table_key, subscriber=cfg.subscriber_key,
+                    authorized_dir=cfg.allow_dir)
+        return cfg
+
+
+def free_tcp_ports(n: int = 1) -> list[int]:
+    """``n`` distinct TCP ports on 127.0.0.1 that were free a moment ago (the kernel's choice)."""
+    import socket
+
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()

@@ -1,0 +1,148 @@
+"""The table's durable journal of bus messages (SQLite, WAL, ``synchronous=FULL``).
+
+Every message is appended here, under its sequence number, and committed to disk before it is
+sent; the replay endpoint serves from here; subscribers' acknowledgements are recorded here.
+Sequence numbers rise across restarts and are never reused, even after pruning (the last one
+is kept in ``meta``).
+
+Schema::
+
+    meta(key TEXT PRIMARY KEY, value TEXT)          -- journal_id, last_seq
+    messages(seq INTEGER PRIMARY KEY, topic TEXT, ts TEXT, envelope BLOB)
+    acks(subscriber TEXT PRIMARY KEY, seq INTEGER, ts TEXT)
+"""
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Callable
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS messages(seq INTEGER PRIMARY KEY, topic TEXT NOT NULL,
+                                    ts TEXT NOT NULL, envelope BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS acks(subscriber TEXT PRIMARY KEY, seq INTEGER NOT NULL, ts TEXT NOT NULL);
+"""
+
+
+class JournalError(Exception):
+    """The journal file cannot be opened or is not a bus journal (message names the file)."""
+
+
+def _connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    try:
+        if readonly:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=10)
+        else:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(path), isolation_level=None, timeout=10)
+        conn.execute("PRAGMA busy_timeout=10000")
+        if not readonly:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise JournalError(f"{path}: cannot switch to WAL mode (got {mode})")
+        conn.execute("PRAGMA synchronous=FULL")
+        return conn
+    except sqlite3.DatabaseError as exc:
+        raise JournalError(f"{path}: not a usable SQLite journal: {exc}") from exc
+
+
+class Journal:
+    """Append-only message journal. One writer (the publisher) per file.
+
+    Args:
+        path: SQLite file; created with its parent directory if missing.
+        readonly: open for reading only (the replay server thread, tests, tools).
+    Raises:
+        JournalError: unreadable or foreign file.
+    """
+
+    def __init__(self, path: Path, *, readonly: bool = False):
+        self.path = Path(path)
+        self._conn = _connect(self.path, readonly=readonly)
+        try:
+            if not readonly:
+                self._conn.executescript(_SCHEMA)
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.execute("INSERT OR IGNORE INTO meta VALUES('journal_id', ?)", (uuid.uuid4().hex,))
+                self._conn.execute("INSERT OR IGNORE INTO meta VALUES('last_seq', '0')")
+                self._conn.execute("COMMIT")
+            self.journal_id = self._meta("journal_id")
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise JournalError(f"{self.path}: not a bus journal: {exc}") from exc
+
+    def _meta(self, key: str) -> str:
+        row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        if row is None:
+            raise JournalError(f"{self.path}: meta key {key!r} missing")
+        return row[0]
+
+    @property
+    def last_seq(self) -> int:
+        """The last sequence number ever appended (0 for a new journal)."""
+        return int(self._meta("last_seq"))
+
+    def first_seq(self) -> int:
+        """The lowest sequence number still held (``last_seq + 1`` if none is held)."""
+        row = self._conn.execute("SELECT MIN(seq) FROM messages").fetchone()
+        return int(row[0]) if row[0] is not None else self.last_seq + 1
+
+    def append(self, topic: str, build: Callable[[int, str], tuple[str, bytes]]) -> tuple[int, bytes]:
+        """Append one message, durably, under the next sequence number.
+
+        ``build(seq, journal_id) -> (ts, wire_bytes)`` makes the signed envelope once the
+        number is known; if it raises, nothing is written. Returns ``(seq, wire_bytes)`` after
+        the transaction has been committed (fsync'd, ``synchronous=FULL``).
+        """
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            seq = int(c.execute("SELECT value FROM meta WHERE key='last_seq'").fetchone()[0]) + 1
+            ts, wire = build(seq, self.journal_id)
+            c.execute("INSERT INTO messages(seq, topic, ts, envelope) VALUES(?,?,?,?)", (seq, topic, ts, wire))
+            c.execute("UPDATE meta SET value=? WHERE key='last_seq'", (str(seq),))
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        return seq, wire
+
+    def read_from(self, seq: int, limit: int) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` messages with sequence number >= ``seq``, in order: ``[(seq, wire)]``."""
+        rows = self._conn.execute("SELECT seq, envelope FROM messages WHERE seq>=? ORDER BY seq LIMIT ?",
+                                  (int(seq), int(limit))).fetchall()
+        return [(int(s), bytes(w)) for s, w in rows]
+
+    def record_ack(self, subscriber: str, seq: int, ts: str) -> int:
+        """Record that ``subscriber`` has durably applied everything up to ``seq`` (cumulative;
+        a lower ack than the one held is ignored). Returns the ack now held."""
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.execute("INSERT INTO acks(subscriber, seq, ts) VALUES(?,?,?) ON CONFLICT(subscriber) DO UPDATE "
+                      "SET seq=excluded.seq, ts=excluded.ts WHERE excluded.seq > acks.seq", (subscriber, int(seq), ts))
+            held = int(c.execute("SELECT seq FROM acks WHERE subscriber=?", (subscriber,)).fetchone()[0])
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        return held
+
+    def acks(self) -> dict[str, int]:
+        """``{subscriber: acknowledged seq}`` (subscriber = its CURVE public key, Z85)."""
+        return {s: int(q) for s, q in self._conn.execute("SELECT subscriber, seq FROM acks")}
+
+    def prune(self, upto: int) -> int:
+        """Delete messages with seq <= ``upto``. Returns how many were deleted. The caller
+        decides that they are acknowledged; ``last_seq`` is unchanged."""
+        cur = self._conn.execute("DELETE FROM messages WHERE seq<=?", (int(upto),))
+        return cur.rowcount
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        try:
+            self._conn.close()
+        except sqlite3.Error:
+            pass

@@ -1,0 +1,186 @@
+"""Key files of the roll bus: CURVE certificates (transport) and Ed25519 signing keys (messages).
+
+For a key set named ``NAME`` in a directory ``DIR``:
+
+============================  ===============================================================
+``DIR/NAME.key``              CURVE public certificate (ZeroMQ ``zmq.auth`` format, Z85)
+``DIR/NAME.key_secret``       CURVE secret certificate (mode 0600)
+``DIR/NAME.ed25519``          Ed25519 signing key: 32-byte seed, hex, one line (mode 0600)
+``DIR/NAME.ed25519.pub``      Ed25519 verify key, hex, one line
+``DIR/authorized/NAME.key``   copy of a subscriber's CURVE public certificate: the allow-list
+                              the table's ZAP authenticator reads
+============================  ===============================================================
+
+The table needs its own ``.key_secret`` and ``.ed25519`` and the allow-list; a subscriber needs
+its own ``.key_secret``, the table's ``.key`` (to authenticate the server) and the table's
+``.ed25519.pub`` (to verify signatures). CURVE is Curve25519 + XSalsa20-Poly1305 (ZMTP CURVE,
+RFC 26/CurveZMQ); signatures are Ed25519 (RFC 8032) via PyNaCl.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import nacl.exceptions
+import nacl.signing
+import zmq
+import zmq.auth
+
+
+class BusKeyError(Exception):
+    """A key file is missing or unreadable (the message names the file)."""
+
+
+@dataclass(frozen=True)
+class KeyFiles:
+    """Paths of one key set (see module docstring)."""
+
+    curve_public: Path
+    curve_secret: Path
+    sign_secret: Path
+    sign_public: Path
+
+
+def key_files(directory: Path, name: str) -> KeyFiles:
+    """The four paths of key set ``name`` in ``directory`` (files need not exist)."""
+    d = Path(directory)
+    return KeyFiles(d / f"{name}.key", d / f"{name}.key_secret", d / f"{name}.ed25519", d / f"{name}.ed25519.pub")
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def generate_keys(directory: Path, name: str, *, force: bool = False) -> KeyFiles:
+    """Generate a CURVE key pair and an Ed25519 signing key named ``name`` in ``directory``.
+
+    Args:
+        directory: created if missing.
+        name: file stem (letters, digits, '.', '_', '-').
+        force: overwrite existing files; without it an existing key set is an error.
+    Returns:
+        the :class:`KeyFiles` written.
+    Raises:
+        FileExistsError: a file of the set exists and ``force`` is false.
+        ValueError: bad name.
+    """
+    from bus.config import _NAME
+
+    if not _NAME.match(name):
+        raise ValueError(f"key name must be 1-64 characters of letters, digits, '.', '_', '-': {name!r}")
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    kf = key_files(d, name)
+    existing = [p for p in (kf.curve_public, kf.curve_secret, kf.sign_secret, kf.sign_public) if p.exists()]
+    if existing and not force:
+        raise FileExistsError(f"key files exist (use force to overwrite): {', '.join(map(str, existing))}")
+    for p in existing:
+        p.unlink()
+    pub, sec = zmq.auth.create_certificates(str(d), name)
+    os.chmod(sec, 0o600)
+    sk = nacl.signing.SigningKey.generate()
+    _write_private(kf.sign_secret, sk.encode().hex() + "\n")
+    kf.sign_public.write_text(sk.verify_key.encode().hex() + "\n")
+    return kf
+
+
+def authorize(cert: Path, authorized_dir: Path) -> Path:
+    """Add a subscriber's CURVE public certificate to the allow-list directory.
+
+    Raises:
+        BusKeyError: ``cert`` is missing or not a public certificate.
+    """
+    cert = Path(cert)
+    load_curve_public(cert)
+    Path(authorized_dir).mkdir(parents=True, exist_ok=True)
+    dest = Path(authorized_dir) / cert.name
+    shutil.copyfile(cert, dest)
+    return dest
+
+
+def ensure_keys(directory: Path, *, table: str = "table", subscriber: str = "settlement",
+                authorized_dir: Path | None = None) -> dict[str, KeyFiles]:
+    """Zero-setup key set for a demo or test: generate what is missing, leave the rest.
+
+    Makes key set ``table`` (the table's CURVE server key and signing key) and ``subscriber``
+    (the settlement subscriber's CURVE client key) in ``directory`` if absent, and puts the
+    subscriber's public certificate in the allow-list ``authorized_dir`` (default
+    ``directory / "authorized"``). Idempotent.
+
+    Returns:
+        ``{"table": KeyFiles, "subscriber": KeyFiles}``.
+    """
+    d = Path(directory)
+    out = {}
+    for role, name in (("table", table), ("subscriber", subscriber)):
+        kf = key_files(d, name)
+        if not (kf.curve_public.exists() and kf.curve_secret.exists()
+                and kf.sign_secret.exists() and kf.sign_public.exists()):
+            kf = generate_keys(d, name, force=True)
+        out[role] = kf
+    allow = Path(authorized_dir) if authorized_dir is not None else d / "authorized"
+    if not (allow / out["subscriber"].curve_public.name).exists():
+        authorize(out["subscriber"].curve_public, allow)
+    return out
+
+
+def load_curve_public(path: Path) -> bytes:
+    """The Z85 CURVE public key (40 bytes) in a certificate file.
+
+    Raises:
+        BusKeyError: missing or malformed file.
+    """
+    try:
+        public, _ = zmq.auth.load_certificate(str(path))
+    except (OSError, ValueError) as exc:
+        raise BusKeyError(f"cannot read CURVE public certificate {path}: {exc}") from exc
+    if not public or len(public) != 40:
+        raise BusKeyError(f"no CURVE public key in {path}")
+    return public
+
+
+def load_curve_secret(path: Path) -> tuple[bytes, bytes]:
+    """(public, secret) Z85 CURVE keys from a secret certificate file.
+
+    Raises:
+        BusKeyError: missing or malformed file, or no secret key in it.
+    """
+    try:
+        public, secret = zmq.auth.load_certificate(str(path))
+    except (OSError, ValueError) as exc:
+        raise BusKeyError(f"cannot read CURVE secret certificate {path}: {exc}") from exc
+    if not secret or len(secret) != 40 or not public or len(public) != 40:
+        raise BusKeyError(f"no CURVE secret key in {path} (is it the .key_secret file?)")
+    return public, secret
+
+
+def load_signing_key(path: Path) -> nacl.signing.SigningKey:
+    """The Ed25519 signing key from a ``.ed25519`` file (hex seed).
+
+    Raises:
+        BusKeyError: missing or malformed file.
+    """
+    try:
+        seed = bytes.fromhex(Path(path).read_text().strip())
+        return nacl.signing.SigningKey(seed)
+    except (OSError, ValueError, nacl.exceptions.CryptoError, TypeError) as exc:
+        raise BusKeyError(f"cannot read Ed25519 signing key {path}: {exc}") from exc
+
+
+def load_verify_key(path: Path) -> nacl.signing.VerifyKey:
+    """The Ed25519 verify key from a ``.ed25519.pub`` file (hex).
+
+    Raises:
+        BusKeyError: missing or malformed file.
+    """
+    try:
+        raw = bytes.fromhex(Path(path).read_text().strip())
+        return nacl.signing.VerifyKey(raw)
+    except (OSError, ValueError, nacl.exceptions.CryptoError, TypeError) as exc:
+        raise BusKeyError(f"cannot read Ed25519 verify key {path}: {exc}") from exc

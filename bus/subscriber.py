@@ -1,0 +1,338 @@
+"""Settlement's end of the roll bus: receive in order, each once; fill gaps; acknowledge.
+
+The subscriber subscribes to the live XPUB stream first, then asks the replay endpoint for
+everything after the last sequence number it has applied. Every envelope (live or replayed) is
+verified (Ed25519 signature by the table's key, table id, journal id); duplicates (sequence
+number already delivered) are dropped; a gap, seen from a later message or from a heartbeat's
+``last_seq``, is filled by replay; out-of-order messages wait in a bounded buffer. ``receive``
+returns the envelopes strictly in sequence order. After the caller has applied one durably it
+calls ``ack(seq)``: the subscriber stores it in its state file (SQLite, WAL, synchronous) and
+sends the acknowledgement to the table over the replay channel, so the table knows what it
+must keep.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from pathlib import Path
+from typing import Callable
+
+import zmq
+
+from bus import envelope as envmod
+from bus.config import BusConfig
+from bus.keys import key_files, load_curve_public, load_curve_secret, load_verify_key
+from bus.publisher import REP_BATCH, REP_ERROR, REQ_ACK, REQ_REPLAY
+
+log = logging.getLogger("bus.subscriber")
+
+
+class BusError(Exception):
+    """The bus cannot deliver in order: the table no longer holds messages this subscriber
+    needs, or the table's journal was replaced. Needs an operator."""
+
+
+class RollSubscriber:
+    """Exactly-once, in-order, verified receiver of one table's messages.
+
+    Example::
+
+        sub = RollSubscriber(cfg, Path("/var/lib/settlement/bus-state.sqlite"))
+        while running:
+            env = sub.receive(1.0)
+            if env is None:
+                continue
+            apply(env)            # durably, recording env["seq"] with the effects
+            sub.ack(env["seq"])
+
+    Args:
+        cfg: the bus configuration (same endpoints, table id and key names as the table's).
+        state_path: SQLite file where the last applied sequence number and the table's
+            journal id are kept (created if missing).
+        resume_after: if given, the last sequence number the application itself has durably
+            applied (e.g. read from its ledger in the same transaction as its effects); the
+            subscriber resumes after it instead of after its own state. This closes the window
+            between the application's commit and :meth:`ack`.
+        on_alarm: ``callback(code, details)`` for ``"rejected"`` (bad signature, unknown table,
+            malformed, foreign journal) and ``"gap_lost"``.
+    Raises:
+        bus.keys.BusKeyError: a key file is missing; sqlite3.DatabaseError: bad state file.
+    """
+
+    def __init__(self, cfg: BusConfig, state_path: Path, *, resume_after: int | None = None,
+                 on_alarm: Callable[[str, dict], None] | None = None):
+        self.cfg = cfg
+        self._on_alarm = on_alarm
+        self.stats = {"delivered": 0, "duplicates": 0, "replay_requests": 0, "replayed": 0,
+                      "heartbeats": 0, "rejected": 0}
+        self.rejections: dict[str, int] = {}
+        kf_table = key_files(cfg.keys_dir, cfg.table_key)
+        kf_sub = key_files(cfg.keys_dir, cfg.subscriber_key)
+        server_public = load_curve_public(kf_table.curve_public)
+        self._verify = load_verify_key(kf_table.sign_public)
+        public, secret = load_curve_secret(kf_sub.curve_secret)
+        self._state = self._open_state(Path(state_path))
+        self.journal_id: str | None = self._get("journal_id")
+        applied = int(self._get("last_applied") or 0)
+        if resume_after is not None:
+            if type(resume_after) is not int or resume_after < 0:
+                raise ValueError(f"resume_after must be an int >= 0: {resume_after!r}")
+            applied = resume_after
+        self._acked = applied
+        self._next = applied + 1          # next sequence number to deliver
+        self._head = applied              # highest sequence number known to exist
+        self._pending: dict[int, dict] = {}
+        self._req_at: float | None = None  # time of the outstanding replay request
+        self._closed = False
+        self.last_heartbeat: float | None = None
+
+        self._ctx = zmq.Context()
+        self._sub = self._client_socket(zmq.SUB, server_public, public, secret)
+        self._sub.setsockopt(zmq.RCVHWM, cfg.hwm)
+        self._sub.setsockopt(zmq.SUBSCRIBE, b"")
+        self._sub.connect(cfg.pub_endpoint)
+        self._dealer = self._client_socket(zmq.DEALER, server_public, public, secret)
+        self._dealer.setsockopt(zmq.SNDHWM, 1000)
+        self._dealer.connect(cfg.replay_endpoint)
+        self._poller = zmq.Poller()
+        self._poller.register(self._sub, zmq.POLLIN)
+        self._poller.register(self._dealer, zmq.POLLIN)
+        self._request_replay()  # subscribed first, now replay what we missed
+
+    # -- state file -------------------------------------------------------------------------
+    @staticmethod
+    def _open_state(path: Path) -> sqlite3.Connection:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), isolation_level=None, timeout=10)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("CREATE TABLE IF NOT EXISTS bus_state(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        return conn
+
+    def _get(self, key: str) -> str | None:
+        row = self._state.execute("SELECT value FROM bus_state WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def _put(self, **values: str) -> None:
+        self._state.execute("BEGIN IMMEDIATE")
+        try:
+            for k, v in values.items():
+                self._state.execute("INSERT INTO bus_state VALUES(?,?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                                    (k, v))
+            self._state.execute("COMMIT")
+        except BaseException:
+            self._state.execute("ROLLBACK")
+            raise
+
+    def _client_socket(self, kind: int, server_public: bytes, public: bytes, secret: bytes) -> zmq.Socket:
+        s = self._ctx.socket(kind)
+        s.setsockopt(zmq.LINGER, 200)
+        s.curve_serverkey = server_public
+        s.curve_publickey = public
+        s.curve_secretkey = secret
+        s.setsockopt(zmq.RECONNECT_IVL, 50)
+        s.setsockopt(zmq.RECONNECT_IVL_MAX, 500)
+        return s
+
+    # -- public API -----------------------------------------------------------------------
+    @property
+    def last_applied(self) -> int:
+        """The last sequence number acknowledged (durably applied)."""
+        return self._acked
+
+    @property
+    def last_delivered(self) -> int:
+        """The last sequence number returned by :meth:`receive`."""
+        return self._next - 1
+
+    def receive(self, timeout_s: float) -> dict | None:
+        """The next envelope in sequence order, or ``None`` if none arrives within ``timeout_s``
+        seconds. Heartbeats are consumed here (see :attr:`last_heartbeat`), not returned.
+
+        Raises:
+            BusError: the table no longer holds a message this subscriber needs.
+            RuntimeError: subscriber closed.
+        """
+        if self._closed:
+            raise RuntimeError("subscriber is closed")
+        deadline = time.monotonic() + max(0.0, float(timeout_s))
+        while True:
+            env = self._pending.pop(self._next, None)
+            if env is not None:
+                self._next += 1
+                self.stats["delivered"] += 1
+                return env
+            now = time.monotonic()
+            if self._head >= self._next and (self._req_at is None or now - self._req_at >= self.cfg.replay_timeout_s):
+                self._request_replay()
+            remaining = deadline - now
+            if remaining <= 0:
+                return None
+            events = dict(self._poller.poll(max(1, int(min(remaining, 0.1) * 1000))))
+            if self._sub in events:
+                self._drain_live()
+            if self._dealer in events:
+                self._drain_replay()
+
+    def ack(self, seq: int) -> None:
+        """Acknowledge that every message up to ``seq`` has been durably applied (cumulative).
+
+        Stores ``seq`` in the state file (committed, fsync) and sends it to the table.
+
+        Raises:
+            ValueError: ``seq`` was not delivered yet or is not an int.
+        """
+        if type(seq) is not int or seq < 0:
+            raise ValueError(f"seq must be an int >= 0: {seq!r}")
+        if seq > self.last_delivered:
+            raise ValueError(f"cannot ack {seq}: only up to {self.last_delivered} was delivered")
+        if seq <= self._acked:
+            return
+        self._put(last_applied=str(seq))
+        self._acked = seq
+        self._send_ack()
+
+    def close(self) -> None:
+        """Close sockets and the state file (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._sub.close()
+        self._dealer.close()
+        self._ctx.term()
+        self._state.close()
+
+    def __enter__(self) -> "RollSubscriber":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- internals ------------------------------------------------------------------------
+    def _send_ack(self) -> None:
+        if self.journal_id is None:
+            return
+        try:
+            self._dealer.send_multipart([REQ_ACK, json.dumps({"seq": self._acked, "journal_id": self.journal_id}).encode()],
+                                        zmq.NOBLOCK)
+        except zmq.Again:
+            pass  # acks are cumulative: the next one carries this one
+
+    def _request_replay(self) -> None:
+        try:
+            self._dealer.send_multipart([REQ_REPLAY, json.dumps({"from": self._next}).encode()], zmq.NOBLOCK)
+        except zmq.Again:
+            pass
+        self._req_at = time.monotonic()
+        self.stats["replay_requests"] += 1
+
+    def _reject(self, reason: str, detail: str) -> None:
+        self.stats["rejected"] += 1
+        self.rejections[reason] = self.rejections.get(reason, 0) + 1
+        log.warning("bus: rejected message (%s): %s", reason, detail)
+        if self._on_alarm is not None:
+            try:
+                self._on_alarm("rejected", {"reason": reason, "detail": detail})
+            except Exception:
+                log.exception("bus alarm callback failed")
+
+    def _accept(self, wire: bytes, source: str) -> dict | None:
+        """Verify one envelope; returns it or None (rejected, logged)."""
+        try:
+            env = envmod.open_envelope(wire, self._verify)
+        except envmod.EnvelopeError as exc:
+            self._reject(exc.reason, f"{source}: {exc}")
+            return None
+        if env["table_id"] != self.cfg.table_id:
+            self._reject("unknown_table", f"{source}: table {env['table_id']!r} is not {self.cfg.table_id!r}")
+            return None
+        if self.journal_id is None:
+            self.journal_id = env["journal_id"]
+            self._put(journal_id=self.journal_id)
+            log.info("bus: following journal %s of table %s", self.journal_id, self.cfg.table_id)
+        elif env["journal_id"] != self.journal_id:
+            self._reject("foreign_journal", f"{source}: journal {env['journal_id']} is not {self.journal_id} "
+                                            "(was the table's journal replaced?)")
+            return None
+        return env
+
+    def _offer(self, env: dict, source: str) -> None:
+        seq = env["seq"]
+        if env["topic"] == envmod.HEARTBEAT:
+            self.stats["heartbeats"] += 1
+            self.last_heartbeat = time.monotonic()
+            self._head = max(self._head, seq)
+            return
+        if seq < self._next or seq in self._pending:
+            self.stats["duplicates"] += 1
+            log.debug("bus: duplicate seq %d from %s dropped", seq, source)
+            return
+        self._head = max(self._head, seq)
+        if len(self._pending) >= self.cfg.max_pending:
+            top = max(self._pending)
+            if seq > top:
+                return  # will come again by replay
+            del self._pending[top]
+        self._pending[seq] = env
+
+    def _drain_live(self) -> None:
+        for _ in range(1000):
+            try:
+                frames = self._sub.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if len(frames) != 2:
+                self._reject("malformed", f"live: {len(frames)} frames")
+                continue
+            env = self._accept(frames[1], "live")
+            if env is None:
+                continue
+            if frames[0] != env["topic"].encode("ascii", "replace"):
+                self._reject("malformed", f"live: frame topic {frames[0][:64]!r} != envelope topic {env['topic']!r}")
+                continue
+            self._offer(env, "live")
+
+    def _drain_replay(self) -> None:
+        for _ in range(100):
+            try:
+                frames = self._dealer.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            if not frames or frames[0] not in (REP_BATCH, REP_ERROR) or len(frames) < 2:
+                self._reject("malformed", "replay: unexpected reply")
+                continue
+            try:
+                header = json.loads(frames[1])
+            except ValueError:
+                self._reject("malformed", "replay: header is not JSON")
+                continue
+            if frames[0] == REP_ERROR:
+                log.warning("bus: table refused a request: %s", header)
+                continue
+            self._req_at = None
+            if not isinstance(header, dict):
+                self._reject("malformed", "replay: header is not an object")
+                continue
+            if self.journal_id is not None and header.get("journal_id") != self.journal_id:
+                self._reject("foreign_journal", f"replay: journal {header.get('journal_id')} is not {self.journal_id}")
+                continue
+            head, first, start = header.get("head"), header.get("first"), header.get("from")
+            if type(head) is int:
+                self._head = max(self._head, head)
+            for wire in frames[2:]:
+                env = self._accept(wire, "replay")
+                if env is not None:
+                    self.stats["replayed"] += 1
+                    self._offer(env, "replay")
+            if type(first) is int and type(start) is int and start == self._next and first > self._next \
+                    and self._next not in self._pending:
+                msg = (f"table {self.cfg.table_id} no longer holds seq {self._next}..{first - 1} "
+                       f"(its journal starts at {first})")
+                log.critical("bus: %s", msg)
+                if self._on_alarm is not None:
+                    self._on_alarm("gap_lost", {"from": self._next, "first": first})
+                raise BusError(msg)
+            if self._acked and self.journal_id is not None and start == self._next:
+                self._send_ack()  # re-tell a restarted table what we hold

@@ -1,0 +1,272 @@
+"""Roll bus: envelope signing, journal, keys CLI and in-process publish/receive/ack."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import nacl.signing
+import pytest
+import zmq
+from pydantic import ValidationError
+
+from bus import envelope as envmod
+from bus.cli import add_arguments, run
+from bus.config import BusConfig
+from bus.journal import Journal
+from bus.keys import BusKeyError, ensure_keys, key_files, load_signing_key
+from bus.publisher import RollPublisher
+from bus.subscriber import RollSubscriber
+
+
+def _drain(sub: RollSubscriber, n: int, timeout_s: float = 5.0, ack: bool = True) -> list[dict]:
+    out: list[dict] = []
+    deadline = time.monotonic() + timeout_s
+    while len(out) < n and time.monotonic() < deadline:
+        env = sub.receive(0.1)
+        if env is not None:
+            out.append(env)
+            if ack:
+                sub.ack(env["seq"])
+    return out
+
+
+@pytest.fixture()
+def cfg(tmp_path: Path) -> BusConfig:
+    return BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.1)
+
+
+# -- envelope ---------------------------------------------------------------------------------
+def test_envelope_round_trip_and_tamper():
+    key = nacl.signing.SigningKey.generate()
+    env, wire = envmod.seal(key, journal_id="j1", seq=7, table_id="table-1", topic="roll",
+                            body={"dice": [3, 4], "total": 7})
+    got = envmod.open_envelope(wire, key.verify_key)
+    assert got == env and got["seq"] == 7 and got["body"]["total"] == 7
+    # altered body: the signature no longer verifies
+    doc = json.loads(wire)
+    doc["body"]["total"] = 11
+    with pytest.raises(envmod.EnvelopeError) as ei:
+        envmod.open_envelope(envmod.canonical(doc), key.verify_key)
+    assert ei.value.reason == "bad_signature"
+    # altered sequence number
+    doc = json.loads(wire)
+    doc["seq"] = 8
+    with pytest.raises(envmod.EnvelopeError, match="bad_signature"):
+        envmod.open_envelope(envmod.canonical(doc), key.verify_key)
+    # signed by another key
+    other = nacl.signing.SigningKey.generate()
+    with pytest.raises(envmod.EnvelopeError, match="bad_signature"):
+        envmod.open_envelope(wire, other.verify_key)
+
+
+@pytest.mark.parametrize("wire,match", [
+    (b"\xff\xfe", "not UTF-8 JSON"),
+    (b"[1,2]", "fields must be"),
+    (b'{"seq": 1}', "fields must be"),
+    (b'{"v":1,"journal_id":"j","seq":-1,"ts":"t","table_id":"x","topic":"roll","body":{},"sig":"00"}', "seq must be"),
+    (b'{"v":1,"journal_id":"j","seq":1,"ts":"t","table_id":"x","topic":"roll","body":[],"sig":"00"}', "body must be"),
+    (b'{"v":1,"journal_id":"j","seq":1,"ts":"t","table_id":"x","topic":"roll","body":{},"sig":"zz"}', "not hex"),
+    (b'{"v":1,"journal_id":"j","seq":1,"ts":"t","table_id":"x","topic":"roll","body":{"a":NaN},"sig":"00"}', "not UTF-8 JSON"),
+])
+def test_envelope_malformed(wire, match):
+    key = nacl.signing.SigningKey.generate()
+    with pytest.raises(envmod.EnvelopeError, match=match) as ei:
+        envmod.open_envelope(wire, key.verify_key)
+    assert ei.value.reason == "malformed"
+
+
+def test_seal_rejects_non_json_body():
+    key = nacl.signing.SigningKey.generate()
+    with pytest.raises(ValueError, match="not plain JSON"):
+        envmod.seal(key, journal_id="j", seq=1, table_id="t", topic="roll", body={"x": float("nan")})
+    with pytest.raises(TypeError, match="body must be a dict"):
+        envmod.seal(key, journal_id="j", seq=1, table_id="t", topic="roll", body=[1])
+    with pytest.raises(ValueError, match="topic"):
+        envmod.seal(key, journal_id="j", seq=1, table_id="t", topic="bad topic", body={})
+
+
+# -- journal ----------------------------------------------------------------------------------
+def test_journal_sequence_rises_across_reopen_and_prune(tmp_path: Path):
+    path = tmp_path / "j.sqlite"
+    j = Journal(path)
+    jid = j.journal_id
+    for _ in range(3):
+        j.append("roll", lambda seq, jid: ("ts", f"m{seq}".encode()))
+    assert j.last_seq == 3
+    assert j.prune(2) == 2
+    j.close()
+    j = Journal(path)
+    assert j.journal_id == jid and j.last_seq == 3 and j.first_seq() == 3
+    seq, wire = j.append("roll", lambda seq, jid: ("ts", f"m{seq}".encode()))
+    assert (seq, wire) == (4, b"m4")
+    assert j.read_from(1, 10) == [(3, b"m3"), (4, b"m4")]
+    # a failing build writes nothing
+    with pytest.raises(RuntimeError):
+        j.append("roll", lambda seq, jid: (_ for _ in ()).throw(RuntimeError("boom")))
+    assert j.last_seq == 4 and j.read_from(5, 10) == []
+    assert j.record_ack("sub", 4, "t") == 4 and j.record_ack("sub", 2, "t") == 4
+    j.close()
+
+
+# -- config and keys --------------------------------------------------------------------------
+def test_config_rejects_unknown_key_and_bad_endpoint(tmp_path: Path):
+    with pytest.raises(ValidationError, match="journal_pth"):
+        BusConfig(journal_pth=tmp_path / "x")
+    with pytest.raises(ValidationError, match="not a ZeroMQ endpoint"):
+        BusConfig(pub_endpoint="http://127.0.0.1:80")
+    with pytest.raises(ValidationError, match="hwm"):
+        BusConfig(hwm=0)
+
+
+def test_ensure_keys_is_idempotent(tmp_path: Path):
+    a = ensure_keys(tmp_path)
+    before = a["table"].sign_secret.read_text()
+    b = ensure_keys(tmp_path)
+    assert b["table"].sign_secret.read_text() == before
+    assert (tmp_path / "authorized" / "settlement.key").exists()
+    assert not (tmp_path / "authorized" / "table.key").exists()
+    assert a["table"].curve_secret.stat().st_mode & 0o077 == 0
+    assert a["table"].sign_secret.stat().st_mode & 0o077 == 0
+
+
+def test_keys_cli_generate(tmp_path: Path, capsys):
+    import argparse
+
+    def cli(*argv: str) -> int:
+        p = argparse.ArgumentParser()
+        add_arguments("keys", p)
+        return run("keys", p.parse_args(list(argv)))
+
+    assert cli("generate", "table-7", "--dir", str(tmp_path)) == 0
+    kf = key_files(tmp_path, "table-7")
+    assert kf.curve_public.exists() and kf.curve_secret.exists() and kf.sign_public.exists()
+    load_signing_key(kf.sign_secret)
+    assert cli("generate", "table-7", "--dir", str(tmp_path)) == 2  # exists, no --force
+    assert "exist" in capsys.readouterr().err
+    assert cli("generate", "sub-2", "--dir", str(tmp_path), "--authorize") == 0
+    assert (tmp_path / "authorized" / "sub-2.key").exists()
+    assert cli("generate", "bad name", "--dir", str(tmp_path)) == 2
+    assert cli("authorize", str(tmp_path / "missing.key"), "--dir", str(tmp_path)) == 2
+    assert cli("show", "table-7", "--dir", str(tmp_path)) == 0
+    assert len(capsys.readouterr().out.split("curve_public")[1].split()[0]) == 40
+
+
+def test_publisher_needs_keys(tmp_path: Path):
+    cfg = BusConfig(journal_path=tmp_path / "j.sqlite", keys_dir=tmp_path / "nokeys")
+    with pytest.raises(BusKeyError, match="table.key_secret"):
+        RollPublisher(cfg)
+
+
+def test_publisher_table_id_must_match(cfg: BusConfig):
+    with pytest.raises(ValueError, match="differs from BusConfig.table_id"):
+        RollPublisher(cfg, "table-9")
+
+
+# -- in-process bus ---------------------------------------------------------------------------
+def test_publish_receive_ack_in_order(cfg: BusConfig, tmp_path: Path):
+    with RollPublisher(cfg, "table-1") as pub:
+        sent = [pub.publish("roll", {"roll_id": f"r{i}", "dice": [1 + i % 6, 2], "total": 3 + i % 6})
+                for i in range(20)]  # before the subscriber exists: must come by replay
+        assert [e["seq"] for e in sent] == list(range(1, 21))
+        assert all(e["table_id"] == "table-1" and e["topic"] == "roll" and e["ts"].endswith("+00:00") for e in sent)
+        with RollSubscriber(cfg, tmp_path / "state.sqlite") as sub:
+            got = _drain(sub, 20)
+            more = [pub.publish("roll", {"roll_id": f"s{i}"}) for i in range(10)]  # live
+            got += _drain(sub, 10)
+            assert [e["seq"] for e in got] == list(range(1, 31))
+            assert got[:20] == sent and got[20:] == more
+            assert sub.receive(0.2) is None  # heartbeats are not returned
+            assert sub.stats["heartbeats"] >= 1
+            assert sub.last_applied == 30
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and max(pub.acks().values(), default=0) < 30:
+                time.sleep(0.05)
+            assert list(pub.acks().values()) == [30]
+
+
+def test_restart_resumes_after_last_ack_and_seq_rises(cfg: BusConfig, tmp_path: Path):
+    state = tmp_path / "state.sqlite"
+    with RollPublisher(cfg) as pub:
+        for i in range(10):
+            pub.publish("roll", {"n": i})
+        with RollSubscriber(cfg, state) as sub:
+            got = _drain(sub, 6, ack=False)
+            for e in got[:4]:
+                sub.ack(e["seq"])  # 5 and 6 delivered but not applied
+            with pytest.raises(ValueError, match="only up to 6"):
+                sub.ack(7)
+    with RollPublisher(cfg) as pub:  # the publisher restarted too
+        assert pub.last_seq == 10
+        assert pub.publish("roll", {"n": 10})["seq"] == 11
+        with RollSubscriber(cfg, state) as sub:
+            assert sub.last_applied == 4
+            got = _drain(sub, 7)
+            assert [e["seq"] for e in got] == [5, 6, 7, 8, 9, 10, 11]
+            assert [e["body"]["n"] for e in got] == [4, 5, 6, 7, 8, 9, 10]
+            assert sub.receive(0.2) is None
+
+
+def test_resume_after_overrides_state(cfg: BusConfig, tmp_path: Path):
+    with RollPublisher(cfg) as pub:
+        for i in range(5):
+            pub.publish("roll", {"n": i})
+        with RollSubscriber(cfg, tmp_path / "s.sqlite", resume_after=3) as sub:
+            assert [e["seq"] for e in _drain(sub, 2)] == [4, 5]
+            assert sub.receive(0.2) is None
+
+
+def test_publish_rejects_bad_input_without_journalling(cfg: BusConfig):
+    with RollPublisher(cfg) as pub:
+        with pytest.raises(ValueError, match="reserved"):
+            pub.publish("heartbeat", {})
+        with pytest.raises(ValueError, match="not plain JSON"):
+            pub.publish("roll", {"x": {1, 2}})
+        with pytest.raises(TypeError):
+            pub.publish("roll", "7")
+        assert pub.last_seq == 0
+        assert pub.publish("roll", {})["seq"] == 1
+
+
+def test_second_publisher_on_same_journal_refused(cfg: BusConfig):
+    with RollPublisher(cfg):
+        with pytest.raises(RuntimeError, match="in use by another publisher"):
+            RollPublisher(cfg.model_copy(update={"pub_endpoint": "tcp://127.0.0.1:*",
+                                                 "replay_endpoint": "tcp://127.0.0.1:*"}))
+
+
+def test_forged_signature_unknown_table_and_foreign_journal_rejected(cfg: BusConfig, tmp_path: Path):
+    """An intruder holding the table's CURVE key but not its signing key, a second table, and
+    a replaced journal: all rejected and counted, the genuine rolls still delivered."""
+    alarms: list[tuple[str, dict]] = []
+    # a forger: same CURVE server key (so transport admits it) but its own Ed25519 key
+    forged_keys = tmp_path / "forged"
+    shutil.copytree(cfg.keys_dir, forged_keys)
+    key_files(forged_keys, "table").sign_secret.write_text(nacl.signing.SigningKey.generate().encode().hex())
+    forged_cfg = cfg.model_copy(update={"keys_dir": forged_keys, "journal_path": tmp_path / "forged.sqlite"})
+    with RollPublisher(cfg) as pub:
+        pub.publish("roll", {"n": 1})
+    with RollSubscriber(cfg, tmp_path / "s.sqlite", on_alarm=lambda c, d: alarms.append((c, d))) as sub:
+        with RollPublisher(forged_cfg) as forger:
+            forger.publish("roll", {"n": 666})
+            _drain(sub, 1, timeout_s=1.0)
+        assert sub.rejections.get("bad_signature", 0) >= 1
+        assert sub.last_delivered == 0
+        with RollPublisher(cfg) as pub:
+            got = _drain(sub, 1)
+            assert [e["body"]["n"] for e in got] == [1]
+        assert all(c == "rejected" for c, _ in alarms) and alarms
+    # unknown table: a genuine key set, but the subscriber expects another table id
+    other = cfg.model_copy(update={"table_id": "table-2"})
+    with RollPublisher(cfg) as pub:
+        pub.publish("roll", {"n": 2})
+        with RollSubscriber(other, tmp_path / "s2.sqlite") as sub:
+            assert _drain(sub, 1, timeout_s=1.0) == []
+            assert sub.rejections.get("unknown_table", 0) >= 1
+    # the table's journal replaced (new journal id): refused
+    with RollPublisher(cfg.model_copy(update={"journal_path": tmp_path / "new.sqlite"})) as pub:
+        pub.publish("roll", {"n": 3})
+        with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+            assert _drain(sub, 1, timeout_s=1.0) == []
+            assert sub.rejections.get("foreign_journal", 0) >= 1
