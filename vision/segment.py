@@ -1,0 +1,95 @@
+"""Find die-sized regions that stand out from the table surface.
+
+The table (felt, tray floor, wood) is smooth at the scale of a die; a die differs from it
+in colour or brightness. The background is estimated by a median filter far larger than a
+die (computed on a reduced image, so it is cheap), and every pixel is scored by its Lab
+colour distance from that background. Regions above a threshold, with their pip holes
+filled, are the die candidates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+
+@dataclass(slots=True)
+class Region:
+    """One connected foreground region (one die, or several touching, or clutter).
+
+    Attributes:
+        contour: int32 ``(k, 1, 2)`` outer contour in full-image pixels.
+        area: filled area in pixels.
+        bbox: ``(x0, y0, x1, y1)`` pixels, x1/y1 exclusive.
+        rect: OpenCV rotated rectangle ``((cx, cy), (w, h), angle)``.
+    """
+
+    contour: np.ndarray
+    area: float
+    bbox: tuple[int, int, int, int]
+    rect: tuple
+
+
+def lab_image(bgr: np.ndarray) -> np.ndarray:
+    """Return the Lab image as uint8 ``(H, W, 3)`` (OpenCV 8-bit Lab scaling)."""
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2LAB)
+
+
+def background_distance(lab: np.ndarray, reach_px: float) -> np.ndarray:
+    """Colour distance of each pixel from the local table surface.
+
+    Args:
+        lab: uint8 ``(H, W, 3)`` Lab image.
+        reach_px: the median window in pixels; must exceed about twice the die side.
+
+    Returns:
+        uint8 ``(H, W)`` distance (lightness counted at half weight, so soft shading and
+        shadows count less than a change of colour), saturated at 255.
+    """
+    h, w = lab.shape[:2]
+    f = max(2, int(round(reach_px / 11)))
+    small = cv2.resize(lab, (max(8, w // f), max(8, h // f)), interpolation=cv2.INTER_AREA)
+    bg_small = cv2.medianBlur(small, 11)
+    bg = cv2.resize(bg_small, (w, h), interpolation=cv2.INTER_LINEAR)
+    diff = cv2.absdiff(lab, bg)
+    d = diff.astype(np.uint16)
+    dist = (d[..., 0] >> 1) + d[..., 1] + d[..., 2]
+    return np.minimum(dist, 255).astype(np.uint8)
+
+
+def find_regions(dist: np.ndarray, threshold: float, min_area: float, max_area: float) -> tuple[list[Region], np.ndarray]:
+    """Threshold the distance map into filled regions.
+
+    Args:
+        dist: uint8 ``(H, W)`` from :func:`background_distance`.
+        threshold: distance above which a pixel is foreground.
+        min_area, max_area: pixel areas outside which a region is dropped.
+
+    Returns:
+        (regions, mask): the regions, and the uint8 ``(H, W)`` foreground mask (255) with
+        small holes (pips) filled.
+    """
+    mask = (dist > threshold).astype(np.uint8) * 255
+    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3)))
+    contours, hierarchy = cv2.findContours(mask, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
+    regions: list[Region] = []
+    if hierarchy is None:
+        return regions, mask
+    hierarchy = hierarchy[0]
+    areas = [cv2.contourArea(c) for c in contours]
+    for i, c in enumerate(contours):
+        if hierarchy[i][3] >= 0:
+            # A hole: fill it when it is small next to its parent (a pip, not a tray interior).
+            parent = hierarchy[i][3]
+            if areas[i] < 0.3 * areas[parent]:
+                cv2.drawContours(mask, contours, i, 255, -1)
+    for i, c in enumerate(contours):
+        if hierarchy[i][3] >= 0:
+            continue
+        a = areas[i]
+        if a < min_area or a > max_area:
+            continue
+        x, y, w, h = cv2.boundingRect(c)
+        regions.append(Region(c, a, (x, y, x + w, y + h), cv2.minAreaRect(c)))
+    return regions, mask
