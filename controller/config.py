@@ -1,0 +1,352 @@
+"""The table service's configuration (``config/table.toml``), validated at start with pydantic.
+
+Every section forbids unknown keys, so a misspelt key stops the service instead of being
+ignored. :func:`load_config` turns any problem into a :class:`ConfigError` whose message names
+the file and the dotted key (``vision.still_frames: ...``); the command line exits with status 2.
+
+The documented example with every key is ``config/table.toml``; this module is the reference for
+types, ranges and defaults.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from controller.lamps import LAMP_NAMES
+from controller.policy import Policy, policy_from_mapping
+
+try:  # the BUS helper's model; a bare fallback keeps the controller importable without it
+    from bus.config import BusConfig
+except ImportError:  # pragma: no cover - only while bus/ is absent
+    class BusConfig(BaseModel):  # type: ignore[no-redef]
+        """Fallback bus settings (bus/ not installed): endpoints and table id only."""
+
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        pub_endpoint: str = "tcp://127.0.0.1:5556"
+        replay_endpoint: str = "tcp://127.0.0.1:5557"
+        journal_path: Path = Path("var/bus/journal.sqlite")
+        keys_dir: Path = Path("var/bus/keys")
+        table_id: str = "table-1"
+        heartbeat_s: float = Field(0.5, gt=0, le=60)
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used. The message names the file and the dotted key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TableSection(_Section):
+    """``[table]``: which table this is.
+
+    Attributes:
+        id: the table id, stamped on every bus message (1-64 of letters, digits, ``. _ -``).
+    """
+
+    id: str = "table-1"
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, v: str) -> str:
+        if not _ID.match(v):
+            raise ValueError(f"must be 1-64 characters of letters, digits, '.', '_', '-': {v!r}")
+        return v
+
+
+class SourceSection(_Section):
+    """``[source]``: where frames come from (``--source`` on the command line overrides ``kind``).
+
+    Attributes:
+        kind: ``"sim"`` (simulated table), ``"replay"`` (folder of photos or a video file),
+            ``"usb"`` (USB camera), ``"picamera2"`` (Raspberry Pi camera).
+        path: the replay folder or video file (``kind = "replay"``).
+        usb_index: the USB camera index (``/dev/videoN``).
+        fps: frames per second (replay pacing, simulator frame rate, camera request).
+        width, height: frame size in pixels requested from the simulator and cameras.
+        scenario: the simulator scenario (``"natural"``, ``"cocked-on-chips"``, ...).
+        seed: the simulator seed.
+        realtime: pace replay and simulator frames at ``fps`` in wall time (``false``: as fast
+            as they are computed, for tests and the demo).
+    """
+
+    kind: Literal["sim", "replay", "usb", "picamera2"] = "sim"
+    path: Path | None = None
+    usb_index: int = Field(0, ge=0, le=63)
+    fps: float = Field(30.0, gt=0, le=240)
+    width: int = Field(1280, ge=64, le=8192)
+    height: int = Field(720, ge=64, le=8192)
+    scenario: str = "natural"
+    seed: int = Field(0, ge=0)
+    realtime: bool = False
+
+
+class VisionSection(_Section):
+    """``[vision]``: the roll lifecycle and the reading of dice.
+
+    Attributes:
+        table_area: the playing area, a polygon ``[[x, y], ...]`` in frame pixels (>= 3
+            points). Empty: the source's "playing" zone when it has one (the simulator), else
+            the whole frame.
+        motion_threshold: grey levels (1..255) a pixel must change by to count as motion.
+        motion_min_fraction: share of the area's pixels (0..1) that must move for a frame to be
+            "in motion".
+        motion_width: width in pixels of the downscaled grey image the motion detector compares.
+        still_frames: consecutive frames without motion that make "dice at rest".
+        rest_timeout_s: seconds from the first motion of a throw after which a throw not at rest
+            is a no roll (9 NYCRR 5324.52(k)(2)(vi)).
+        min_confidence: a face read with lower confidence (0..1) is in dispute: boxperson
+            (5324.52(h)(1)(ii)).
+        min_presence: a detection with no value and lower confidence than this (0..1) is not
+            taken for a die at all.
+        same_die_tolerance_px: after a verdict, dice found again within this many pixels of
+            where they were, with the same faces, are "not moved" (no new throw).
+    """
+
+    table_area: list[tuple[float, float]] = Field(default_factory=list)
+    motion_threshold: int = Field(25, ge=1, le=255)
+    motion_min_fraction: float = Field(0.002, gt=0, lt=1)
+    motion_width: int = Field(160, ge=16, le=4096)
+    still_frames: int = Field(8, ge=1, le=1000)
+    rest_timeout_s: float = Field(10.0, gt=0, le=600)
+    min_confidence: float = Field(0.8, ge=0, le=1)
+    min_presence: float = Field(0.3, ge=0, le=1)
+    same_die_tolerance_px: float = Field(12.0, gt=0)
+
+    @field_validator("table_area")
+    @classmethod
+    def _check_area(cls, v: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        if v and len(v) < 3:
+            raise ValueError(f"a polygon needs at least 3 points [x, y], got {len(v)}")
+        return v
+
+
+class RulesSection(_Section):
+    """``[rules]``: the jurisdiction policy of irregularities.
+
+    Attributes:
+        policy: the base policy; built in: ``"ny-5324"`` (9 NYCRR 5324.52, casino).
+        actions: reason code -> ``"no-roll" | "boxperson" | "read"``, replacing the base
+            policy's action for that reason (codes: controller/reasons.py, docs/messages.md).
+    """
+
+    policy: Literal["ny-5324"] = "ny-5324"
+    actions: dict[str, str] = Field(default_factory=dict)
+
+    def build(self) -> Policy:
+        """Return the :class:`~controller.policy.Policy` (validated when the config loads)."""
+        name = self.policy if not self.actions else f"{self.policy}+custom"
+        return policy_from_mapping(name, self.actions)
+
+    @field_validator("actions")
+    @classmethod
+    def _check_actions(cls, v: dict[str, str]) -> dict[str, str]:
+        policy_from_mapping("check", v)  # raises ValueError naming the reason code or the action
+        return v
+
+
+_DEFAULT_PINS = {
+    "point-4": 5, "point-5": 6, "point-6": 13, "point-8": 19, "point-9": 26, "point-10": 21,
+    "puck-on": 20, "no-roll": 16, "call-boxperson": 12, "bets-closed": 25, "fault": 24,
+}
+
+
+class LampsSection(_Section):
+    """``[lamps]``: the layout lamps.
+
+    Attributes:
+        driver: ``"gpiozero"`` (GPIO pins on the Pi), ``"firmware"`` (the table
+            microcontroller over the firmware bridge) or ``"none"``.
+        pin_factory: gpiozero pin factory: ``""`` (gpiozero's default, ``GPIOZERO_PIN_FACTORY``),
+            ``"lgpio"``, ``"rpigpio"``, ``"pigpio"``, ``"native"`` or ``"mock"`` (no hardware).
+        pins: lamp name -> BCM pin number (lamps left out are not driven).
+        active_high: a high level lights the lamp.
+        pwm: dim with PWM (``brightness``).
+        brightness: 0..1.
+        flash_s: seconds the NO ROLL lamp flashes after a no roll.
+        flash_on_s, flash_off_s: the flash cadence, seconds.
+        firmware_port: the microcontroller's serial device (``/dev/serial/by-id/...``) for
+            ``driver = "firmware"``.
+        firmware_baud: its baud rate.
+    """
+
+    driver: Literal["gpiozero", "firmware", "none"] = "gpiozero"
+    pin_factory: Literal["", "lgpio", "rpigpio", "pigpio", "native", "mock"] = ""
+    pins: dict[str, int] = Field(default_factory=lambda: dict(_DEFAULT_PINS))
+    active_high: bool = True
+    pwm: bool = False
+    brightness: float = Field(1.0, ge=0, le=1)
+    flash_s: float = Field(3.0, gt=0, le=600)
+    flash_on_s: float = Field(0.25, gt=0, le=10)
+    flash_off_s: float = Field(0.25, gt=0, le=10)
+    firmware_port: str = ""
+    firmware_baud: int = Field(115200, ge=1200)
+
+    @field_validator("pins")
+    @classmethod
+    def _check_pins(cls, v: dict[str, int]) -> dict[str, int]:
+        for name, pin in v.items():
+            if name not in LAMP_NAMES:
+                raise ValueError(f"unknown lamp {name!r}; lamps: {', '.join(LAMP_NAMES)}")
+            if not 0 <= pin <= 27:
+                raise ValueError(f"{name}: BCM pin {pin} is outside 0..27")
+        pins = list(v.values())
+        dup = sorted({p for p in pins if pins.count(p) > 1})
+        if dup:
+            raise ValueError(f"BCM pin(s) {dup} used by more than one lamp")
+        return v
+
+    @model_validator(mode="after")
+    def _check_firmware(self) -> "LampsSection":
+        if self.driver == "firmware" and not self.firmware_port:
+            raise ValueError("driver = 'firmware' needs firmware_port (the serial device)")
+        return self
+
+
+class StateSection(_Section):
+    """``[state]``: durable game state.
+
+    Attributes:
+        db: the SQLite file of the game state and the verdict outbox (created if missing;
+            relative paths are relative to the working directory).
+    """
+
+    db: Path = Path("var/state/table.sqlite")
+
+
+class LineBet(_Section):
+    """One standing line bet of a test player (settled by the settlement subscriber).
+
+    Attributes:
+        bet: ``"pass"``, ``"dont-pass"``, ``"come"`` or ``"dont-come"`` (9 NYCRR 5324.52(b)(1)-(4)).
+        amount_cents: the flat bet, integer cents (> 0).
+        odds_multiple: odds taken or laid as a multiple of the flat bet (0: none), 5324.52(e)(4).
+    """
+
+    bet: Literal["pass", "dont-pass", "come", "dont-come"]
+    amount_cents: int = Field(gt=0)
+    odds_multiple: int = Field(0, ge=0, le=100)
+
+
+class TestPlayer(_Section):
+    """A configured test player whose line bets the settlement subscriber re-places each round.
+
+    Attributes:
+        name: the player id (1-64 of letters, digits, ``. _ -``).
+        bankroll_cents: the starting bankroll, integer cents.
+        bets: the player's standing line bets.
+    """
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    bankroll_cents: int = Field(100_000, ge=0)
+    bets: list[LineBet] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        if not _ID.match(v):
+            raise ValueError(f"must be 1-64 characters of letters, digits, '.', '_', '-': {v!r}")
+        return v
+
+
+class SettlementSection(_Section):
+    """``[settlement]``: what the settlement subscriber of ``craps-table demo`` settles.
+
+    Attributes:
+        profile: the settlement profile (pay tables) name, e.g. ``"ny-5324"``.
+        players: the test players.
+    """
+
+    profile: str = "ny-5324"
+    players: list[TestPlayer] = Field(default_factory=list)
+
+
+class TableConfig(_Section):
+    """The whole ``table.toml``. ``bus.table_id`` defaults to ``table.id``."""
+
+    table: TableSection = Field(default_factory=TableSection)
+    source: SourceSection = Field(default_factory=SourceSection)
+    vision: VisionSection = Field(default_factory=VisionSection)
+    rules: RulesSection = Field(default_factory=RulesSection)
+    bus: BusConfig = Field(default_factory=BusConfig)
+    lamps: LampsSection = Field(default_factory=LampsSection)
+    state: StateSection = Field(default_factory=StateSection)
+    settlement: SettlementSection = Field(default_factory=SettlementSection)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bus_table_id(cls, data):
+        if isinstance(data, dict):
+            table = data.get("table") or {}
+            bus = data.get("bus")
+            if isinstance(table, dict) and "id" in table and (bus is None or isinstance(bus, dict)):
+                bus = dict(bus or {})
+                bus.setdefault("table_id", table["id"])
+                data = {**data, "bus": bus}
+        return data
+
+    @model_validator(mode="after")
+    def _same_table(self) -> "TableConfig":
+        if self.bus.table_id != self.table.id:
+            raise ValueError(f"bus.table_id {self.bus.table_id!r} differs from table.id {self.table.id!r}")
+        return self
+
+
+def _key_of(loc: tuple) -> str:
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and p.startswith("function-")))
+
+
+def format_validation_error(exc: ValidationError, where: str) -> str:
+    """One line per problem: ``WHERE: key.path: message (got VALUE)``."""
+    lines = []
+    for err in exc.errors():
+        key = _key_of(err.get("loc", ())) or "(top level)"
+        msg = err.get("msg", "invalid")
+        if err.get("type") == "extra_forbidden":
+            msg = "unknown key (not one of the documented keys)"
+        got = err.get("input")
+        shown = "" if err.get("type") in ("missing", "extra_forbidden") or isinstance(got, dict) else f" (got {got!r})"
+        lines.append(f"{where}: {key}: {msg}{shown}")
+    return "\n".join(lines)
+
+
+def parse_config(data: dict, where: str = "config") -> TableConfig:
+    """Validate an already-parsed TOML document.
+
+    Raises:
+        ConfigError: naming ``where`` and each wrong key.
+    """
+    try:
+        return TableConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, where)) from None
+
+
+def load_config(path: Path) -> TableConfig:
+    """Read and validate ``path`` (TOML).
+
+    Raises:
+        ConfigError: the file is missing or unreadable, is not TOML (with line and column), or
+            a key is unknown or has a wrong value (the dotted key is named).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return parse_config(data, str(path))

@@ -1,0 +1,155 @@
+"""Game state of a craps table, advanced by valid rolls (pure functions over frozen values).
+
+Rules (9 NYCRR 5324.52(b)(1), (h), (i); N.J.A.C. 13:69F-1.11):
+
+- Come-out roll (no point, puck OFF): 7 or 11 is a natural, 2, 3 or 12 is craps (the shooter
+  keeps the dice, another come-out follows); 4, 5, 6, 8, 9 or 10 sets the point and the puck
+  goes ON that number (5324.52(b)(1)(i)-(iv)).
+- Point roll (puck ON): the point again is a pass (point made: puck OFF, same shooter, come-out
+  next); a 7 is a seven-out (miss-out, "loser 7"): puck OFF and the shooter must pass the dice
+  (5324.52(i)(1)(i); N.J.A.C. 13:69F-1.11(a)1); any other total decides nothing for the line.
+- The shooter may pass the dice after any roll (voluntary relinquish) or be ordered to
+  (compulsory): a new shooter takes the dice, the game state (point, puck) is unchanged
+  (5324.52(i)(1), (i)(3); N.J.A.C. 13:69F-1.11(a), (c)).
+- A no roll or a boxperson call does not change the game: only valid rolls count.
+
+Shooters are numbered 1, 2, ... from the first shooter the table has recorded;
+``shooter_roll`` is the number of valid rolls the current shooter has thrown.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Literal
+
+#: Totals that set a point, 9 NYCRR 5324.52(b)(1)(ii).
+POINTS: tuple[int, ...] = (4, 5, 6, 8, 9, 10)
+#: Come-out naturals, 9 NYCRR 5324.52(b)(1)(i).
+NATURALS: tuple[int, ...] = (7, 11)
+#: Come-out craps, 9 NYCRR 5324.52(b)(1)(iii).
+CRAPS: tuple[int, ...] = (2, 3, 12)
+
+Outcome = Literal["natural", "craps", "point-set", "point-made", "seven-out", "no-decision"]
+
+
+@dataclass(frozen=True, slots=True)
+class GameState:
+    """The state of the game between rolls.
+
+    Attributes:
+        shooter: the current shooter's number (1-based, rising for the life of the table).
+        shooter_roll: valid rolls thrown by the current shooter (0 before the first).
+        point: the point 4, 5, 6, 8, 9 or 10 while the puck is ON, else ``None``.
+        rolls: valid rolls thrown at the table in total.
+        points_made: the distinct points this shooter has made, ascending (for the fire bet,
+            9 NYCRR 5324.52(j)(1)(iv), (viii)).
+        last_outcome: the outcome of the last valid roll, ``None`` before the first.
+    """
+
+    shooter: int = 1
+    shooter_roll: int = 0
+    point: int | None = None
+    rolls: int = 0
+    points_made: tuple[int, ...] = ()
+    last_outcome: str | None = None
+
+    @property
+    def come_out(self) -> bool:
+        """``True`` when the next roll is a come-out roll (no point established)."""
+        return self.point is None
+
+    @property
+    def puck(self) -> str:
+        """``"ON"`` while a point is established, else ``"OFF"`` (the on/off marker)."""
+        return "OFF" if self.point is None else "ON"
+
+    def to_json(self) -> dict:
+        """Return a JSON-ready dict (lists for tuples); :func:`state_from_json` reverses it."""
+        d = asdict(self)
+        d["points_made"] = list(self.points_made)
+        return d
+
+
+def state_from_json(data: dict) -> GameState:
+    """Rebuild a :class:`GameState` from :meth:`GameState.to_json`.
+
+    Raises:
+        ValueError: naming the field when a value is out of range (a corrupt state record).
+    """
+    try:
+        state = GameState(
+            shooter=int(data["shooter"]),
+            shooter_roll=int(data["shooter_roll"]),
+            point=None if data["point"] is None else int(data["point"]),
+            rolls=int(data["rolls"]),
+            points_made=tuple(int(p) for p in data.get("points_made", ())),
+            last_outcome=data.get("last_outcome"),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"game state record: missing or malformed field {exc}") from None
+    if state.point is not None and state.point not in POINTS:
+        raise ValueError(f"game state record: point {state.point} is not one of {POINTS}")
+    if state.shooter < 1 or state.shooter_roll < 0 or state.rolls < 0:
+        raise ValueError(f"game state record: negative counter in {data}")
+    return state
+
+
+def classify(state: GameState, total: int) -> Outcome:
+    """Return the outcome of a roll totalling ``total`` in ``state`` (9 NYCRR 5324.52(b)(1)).
+
+    Raises:
+        ValueError: when ``total`` is not 2..12.
+    """
+    if not 2 <= total <= 12:
+        raise ValueError(f"total {total} is not a craps total (2..12)")
+    if state.point is None:
+        if total in NATURALS:
+            return "natural"
+        if total in CRAPS:
+            return "craps"
+        return "point-set"
+    if total == state.point:
+        return "point-made"
+    if total == 7:
+        return "seven-out"
+    return "no-decision"
+
+
+def advance(state: GameState, dice: tuple[int, int]) -> tuple[GameState, Outcome]:
+    """Apply one valid roll.
+
+    Args:
+        state: the state before the roll.
+        dice: the two face values, each 1..6.
+
+    Returns:
+        ``(state after the roll, outcome)``. After a seven-out the state already has the next
+        shooter (roll count 0, puck OFF): the shooter "shall pass the dice upon throwing a loser
+        7", 9 NYCRR 5324.52(i)(1)(i).
+
+    Raises:
+        ValueError: when a die value is not 1..6.
+    """
+    d1, d2 = dice
+    if not (1 <= d1 <= 6 and 1 <= d2 <= 6):
+        raise ValueError(f"dice {dice}: each value must be 1..6")
+    total = d1 + d2
+    outcome = classify(state, total)
+    after = replace(state, shooter_roll=state.shooter_roll + 1, rolls=state.rolls + 1, last_outcome=outcome)
+    if outcome == "point-set":
+        after = replace(after, point=total)
+    elif outcome == "point-made":
+        made = tuple(sorted(set(state.points_made) | {total}))
+        after = replace(after, point=None, points_made=made)
+    elif outcome == "seven-out":
+        after = replace(after, point=None, shooter=state.shooter + 1, shooter_roll=0, points_made=())
+    return after, outcome
+
+
+def new_shooter(state: GameState) -> GameState:
+    """A voluntary or compulsory relinquishment of the dice: the next shooter takes over.
+
+    The point and the puck are unchanged; the new shooter's roll count starts at 0
+    (9 NYCRR 5324.52(i)(1), (i)(3); N.J.A.C. 13:69F-1.11(a), (c)). Pending fire bets carry to the
+    successor shooter (5324.52(j)(1)(ii)), so ``points_made`` is kept until a seven-out.
+    """
+    return replace(state, shooter=state.shooter + 1, shooter_roll=0)

@@ -1,0 +1,111 @@
+"""Jurisdiction policy: for each irregularity, what the table does (data, not code).
+
+A policy maps every :class:`~controller.reasons.Reason` to one action:
+
+- ``"no-roll"``: the throw is invalid and is not counted (9 NYCRR 5324.52(k));
+- ``"boxperson"``: a person must decide (9 NYCRR 5324.52(h)(1)(ii)(a), (k)(5)(i)); the table
+  publishes a boxperson call and the game state does not move;
+- ``"read"``: the irregularity does not void the throw; the dice are read as seen (only for the
+  reasons in :data:`READABLE`, e.g. "house practice" dealing a cocked die as read).
+
+The built-in policy :data:`NY_5324` follows 9 NYCRR 5324.52 for a casino table. Profiles in
+``config/`` (another issue) load the same mapping from TOML with :func:`policy_from_mapping`,
+so adding a jurisdiction is a new file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Mapping
+
+from controller.reasons import Reason
+
+
+class Action(str, Enum):
+    """What the table does about one irregularity."""
+
+    NO_ROLL = "no-roll"
+    BOXPERSON = "boxperson"
+    READ = "read"
+
+
+#: Reasons for which "read" (deal the throw as seen) is a meaningful action. For the others the
+#: dice cannot be read as a valid roll (a die is missing, there are too many, the face is unknown,
+#: or the regulation makes the roll void without discretion, 9 NYCRR 5324.52(k)(1)).
+READABLE: frozenset[Reason] = frozenset({Reason.DIE_NOT_FLAT, Reason.DIE_ON_DIE, Reason.FAR_WALL_MISSED})
+
+#: Reasons the regulation itself voids: no policy may send them to "read".
+#: 9 NYCRR 5324.52(k)(1) "shall be invalid"; (h)(1)(i) "more than one side ... shall be void".
+_ALWAYS_VOID: frozenset[Reason] = frozenset(
+    {Reason.DICE_OFF_TABLE, Reason.DIE_OFF_TABLE, Reason.DIE_ON_SEVERAL_OBJECTS, Reason.BOXPERSON_VOID}
+)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """An immutable mapping Reason -> Action, with a name for logs and messages.
+
+    Build one with :func:`policy_from_mapping`; :data:`NY_5324` is the default.
+    """
+
+    name: str
+    actions: Mapping[Reason, Action] = field(repr=False)
+
+    def action(self, reason: Reason) -> Action:
+        """Return the action for ``reason`` (every reason has one)."""
+        return self.actions[reason]
+
+
+_NY_5324_ACTIONS: dict[Reason, Action] = {
+    Reason.DICE_OFF_TABLE: Action.NO_ROLL,  # (k)(1)
+    Reason.DIE_OFF_TABLE: Action.NO_ROLL,  # (k)(1)
+    Reason.DIE_ON_DIE: Action.NO_ROLL,  # (k)(1)
+    Reason.DIE_OUTSIDE_AREA: Action.NO_ROLL,  # (k)(1), (k)(2)(iv)
+    Reason.DIE_IN_CHIP_BANK: Action.NO_ROLL,  # (k)(2)(iii)
+    Reason.DIE_IN_DICE_CUP: Action.NO_ROLL,  # (k)(2)(iv)
+    Reason.DIE_ON_RAIL: Action.NO_ROLL,  # (k)(2)(iv)
+    Reason.FAR_WALL_MISSED: Action.NO_ROLL,  # (k)(2)(ii)
+    Reason.EXTRA_DICE: Action.BOXPERSON,  # (k)(2)(v)-(vi): a foreign die needs a person
+    Reason.NOT_AT_REST: Action.NO_ROLL,  # (k)(2)(vi)
+    # (h)(1)(i): the face opposite the resting side counts; until the camera finds that side
+    # a person decides.
+    Reason.DIE_NOT_FLAT: Action.BOXPERSON,
+    Reason.DIE_ON_SEVERAL_OBJECTS: Action.NO_ROLL,  # (h)(1)(i)
+    Reason.FACE_UNREADABLE: Action.BOXPERSON,  # (h)(1)(ii)(a)
+    Reason.BOXPERSON_VOID: Action.NO_ROLL,  # (h)(1)(ii)(a)
+}
+
+
+def policy_from_mapping(name: str, overrides: Mapping[str, str] | None = None,
+                        base: "Policy | None" = None) -> Policy:
+    """Build a policy from ``base`` (default :data:`NY_5324`) with some actions replaced.
+
+    Args:
+        name: the policy's name (published with boxperson calls, logged).
+        overrides: reason code -> action string, e.g. ``{"die-not-flat": "read"}``.
+        base: the policy whose actions are kept where not overridden.
+
+    Raises:
+        ValueError: naming the unknown reason code, the unknown action, or a reason the
+            regulation voids (``"read"`` for ``dice-off-table``) / one that cannot be read.
+    """
+    actions = dict((base or NY_5324).actions)
+    for code, action_text in (overrides or {}).items():
+        reason = Reason.from_code(code)
+        try:
+            action = Action(action_text)
+        except ValueError:
+            known = ", ".join(a.value for a in Action)
+            raise ValueError(f"{code}: unknown action {action_text!r}; known actions: {known}") from None
+        if action is Action.READ and reason not in READABLE:
+            raise ValueError(f"{code}: action 'read' is not possible for this reason "
+                             f"({reason.citation}); use 'no-roll' or 'boxperson'")
+        if reason in _ALWAYS_VOID and action is not Action.NO_ROLL:
+            raise ValueError(f"{code}: {reason.citation} makes this roll void; the action must be 'no-roll'")
+        actions[reason] = action
+    return Policy(name=name, actions=MappingProxyType(actions))
+
+
+#: The built-in policy: 9 NYCRR 5324.52 at a casino table.
+NY_5324: Policy = Policy(name="ny-5324", actions=MappingProxyType(dict(_NY_5324_ACTIONS)))

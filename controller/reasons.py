@@ -1,0 +1,119 @@
+"""Why a throw is not a valid roll: the reason codes of the verdict, each citing its paragraph.
+
+The code (the member's ``value``) is what the roll message carries in ``"reason"`` (see
+docs/messages.md) and what a jurisdiction policy maps to an action (controller/policy.py). The
+vocabulary is the regulation's: 9 NYCRR 5324.52(k) "Irregularities" and (h)(1) "Point throw".
+
+Which of these the controller can detect today: ``dice-off-table``, ``die-off-table``,
+``extra-dice``, ``die-outside-area``, ``face-unreadable``, ``die-not-flat`` and ``not-at-rest``.
+The others (chip bank, dice cup, rail, die on die, far wall, several sides resting) are named
+here so that the zone and irregularity detectors add observations, not new codes or new
+branches in the verdict.
+"""
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Reason(str, Enum):
+    """A reason code for a no roll or a boxperson call.
+
+    Attributes:
+        value: the code published in the roll message (kebab-case string).
+        citation: the paragraph of the regulation the reason comes from.
+        description: one sentence for logs, lamps and the boxperson's screen.
+    """
+
+    citation: str
+    description: str
+
+    def __new__(cls, code: str, citation: str, description: str) -> "Reason":
+        obj = str.__new__(cls, code)
+        obj._value_ = code
+        obj.citation = citation
+        obj.description = description
+        return obj
+
+    DICE_OFF_TABLE = (
+        "dice-off-table",
+        "9 NYCRR 5324.52(k)(1)",
+        "no die at rest on the table: both dice left the table",
+    )
+    DIE_OFF_TABLE = (
+        "die-off-table",
+        "9 NYCRR 5324.52(k)(1)",
+        "only one die at rest on the table: the other die left the table",
+    )
+    DIE_ON_DIE = (
+        "die-on-die",
+        "9 NYCRR 5324.52(k)(1)",
+        "one die came to rest on top of the other die",
+    )
+    DIE_OUTSIDE_AREA = (
+        "die-outside-area",
+        "9 NYCRR 5324.52(k)(1), (k)(2)(iv)",
+        "a die came to rest outside the playing surface (off the table or on a rail)",
+    )
+    DIE_IN_CHIP_BANK = (
+        "die-in-chip-bank",
+        "9 NYCRR 5324.52(k)(2)(iii)",
+        "a die came to rest on the chips of the craps bank",
+    )
+    DIE_IN_DICE_CUP = (
+        "die-in-dice-cup",
+        "9 NYCRR 5324.52(k)(2)(iv)",
+        "a die came to rest in the dice cup in front of the stickperson",
+    )
+    DIE_ON_RAIL = (
+        "die-on-rail",
+        "9 NYCRR 5324.52(k)(2)(iv)",
+        "a die came to rest on one of the rails surrounding the table",
+    )
+    FAR_WALL_MISSED = (
+        "far-wall-missed",
+        "9 NYCRR 5324.52(k)(2)(ii), (g)",
+        "a die failed to strike the end of the table farthest from the shooter",
+    )
+    EXTRA_DICE = (
+        "extra-dice",
+        "9 NYCRR 5324.52(k)(2)(v)-(vi), (g)",
+        "more than the two selected dice are at rest on the table",
+    )
+    NOT_AT_REST = (
+        "not-at-rest",
+        "9 NYCRR 5324.52(k)(2)(vi)",
+        "the dice did not come to rest within the configured time",
+    )
+    DIE_NOT_FLAT = (
+        "die-not-flat",
+        "9 NYCRR 5324.52(h)(1)(i)",
+        "a die does not lie flat (cocked): the face opposite the resting side counts",
+    )
+    DIE_ON_SEVERAL_OBJECTS = (
+        "die-on-several-objects",
+        "9 NYCRR 5324.52(h)(1)(i)",
+        "more than one side of a die rests on chips or another object: the roll is void",
+    )
+    FACE_UNREADABLE = (
+        "face-unreadable",
+        "9 NYCRR 5324.52(h)(1)(ii)",
+        "which face of a die is uppermost is in dispute (not read with confidence)",
+    )
+    BOXPERSON_VOID = (
+        "boxperson-void",
+        "9 NYCRR 5324.52(h)(1)(ii)(a), (k)(5)(i)",
+        "the boxperson voided the throw and ordered the dice re-rolled",
+    )
+
+    @classmethod
+    def from_code(cls, code: str) -> "Reason":
+        """Return the member whose code is ``code``.
+
+        Raises:
+            ValueError: naming the unknown code and listing the known ones.
+        """
+        for member in cls:
+            if member.value == code:
+                return member
+        known = ", ".join(m.value for m in cls)
+        raise ValueError(f"unknown reason code {code!r}; known codes: {known}")

@@ -1,0 +1,178 @@
+"""The verdict on a throw at rest: a valid roll, a no roll, or a boxperson call (pure).
+
+Input is what was observed (the dice the reader found, each placed in a zone, and facts about
+the throw such as a timeout); output is a :class:`Verdict`. The rules are 9 NYCRR 5324.52(h)(1)
+and (k); what to do about each irregularity comes from a :class:`~controller.policy.Policy`,
+so jurisdictions differ by data.
+
+Precedence (the first that applies names the verdict's reason; all found are listed):
+
+1. the throw did not come to rest in time (``not-at-rest``);
+2. a die failed to strike the far wall (``far-wall-missed``), when known;
+3. fewer than two dice in the playing area: a die seen in another zone names it (chip bank, dice
+   cup, rail, outside the area), else ``die-off-table`` / ``dice-off-table``;
+   more than two dice: ``extra-dice``;
+4. for the two dice in play: on the other die, resting on several objects, not flat, face not
+   read with confidence.
+
+With two dice in the playing area, dice seen in other zones (the spare dice in the dice cup,
+9 NYCRR 5324.52(a)(5)) are not part of the throw and are ignored.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from controller.policy import NY_5324, Action, Policy
+from controller.reasons import Reason
+from vision.types import DieReading
+
+#: Zone names. "playing" is the table area where a throw may come to rest; the others are
+#: where a die may be seen outside it (the zone detector of a later issue fills them in).
+ZONE_PLAYING = "playing"
+_ZONE_REASON: dict[str, Reason] = {
+    "outside": Reason.DIE_OUTSIDE_AREA,
+    "off-table": Reason.DIE_OUTSIDE_AREA,
+    "chip_bank": Reason.DIE_IN_CHIP_BANK,
+    "dice_cup": Reason.DIE_IN_DICE_CUP,
+    "rail": Reason.DIE_ON_RAIL,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DieObservation:
+    """One die found at rest, placed on the table.
+
+    Attributes:
+        reading: what the dice reader returned.
+        zone: ``"playing"`` inside the table area, else ``"outside"``, ``"chip_bank"``,
+            ``"dice_cup"``, ``"rail"`` or ``"off-table"``.
+        on_die: the die rests on top of the other die (9 NYCRR 5324.52(k)(1)).
+        sides_resting: how many sides of the die rest on chips or another object (0 when flat
+            on the felt or unknown; > 1 voids the roll, (h)(1)(i)).
+    """
+
+    reading: DieReading
+    zone: str = ZONE_PLAYING
+    on_die: bool = False
+    sides_resting: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ThrowFacts:
+    """Facts about the throw itself, not about a die.
+
+    Attributes:
+        timed_out: the dice did not come to rest within the rest timeout.
+        struck_far_wall: ``True``/``False`` when a wall sensor or the motion track knows,
+            ``None`` when unknown (not checked).
+    """
+
+    timed_out: bool = False
+    struck_far_wall: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The decision on one throw.
+
+    Attributes:
+        kind: ``"roll"`` (valid, ``dice`` set), ``"no-roll"`` or ``"boxperson"``.
+        reason: the deciding reason (``None`` for a valid roll).
+        dice: the two face values, left to right in the image, for a valid roll; else ``None``.
+        irregularities: every reason found, in precedence order (a valid roll may carry
+            reasons the policy said to "read").
+        observations: the dice the verdict was made from.
+    """
+
+    kind: str
+    reason: Reason | None
+    dice: tuple[int, int] | None
+    irregularities: tuple[Reason, ...] = ()
+    observations: tuple[DieObservation, ...] = field(default=(), repr=False)
+
+    @property
+    def total(self) -> int | None:
+        """The sum of the two dice, or ``None`` when not a valid roll."""
+        return None if self.dice is None else self.dice[0] + self.dice[1]
+
+
+def find_irregularities(observations: Sequence[DieObservation], facts: ThrowFacts,
+                        min_confidence: float) -> list[Reason]:
+    """List every irregularity of a throw, in the precedence order of this module's docstring.
+
+    Args:
+        observations: the dice seen at rest (already filtered of non-dice).
+        facts: throw facts (timeout, far-wall strike).
+        min_confidence: a face read with confidence below this (0..1) is in dispute.
+
+    Returns:
+        reasons (possibly empty: a clean throw of two dice read with confidence).
+    """
+    found: list[Reason] = []
+    if facts.timed_out:
+        found.append(Reason.NOT_AT_REST)
+    if facts.struck_far_wall is False:
+        found.append(Reason.FAR_WALL_MISSED)
+    in_play = [o for o in observations if o.zone == ZONE_PLAYING]
+    elsewhere = [o for o in observations if o.zone != ZONE_PLAYING]
+    if facts.timed_out and not observations:
+        return found
+    if len(in_play) < 2:
+        zone_reasons = [_ZONE_REASON.get(o.zone, Reason.DIE_OUTSIDE_AREA) for o in elsewhere]
+        found.extend(dict.fromkeys(zone_reasons))  # unique, in order
+        if not zone_reasons:
+            found.append(Reason.DICE_OFF_TABLE if not in_play else Reason.DIE_OFF_TABLE)
+    elif len(in_play) > 2:
+        found.append(Reason.EXTRA_DICE)
+    for o in in_play:
+        if o.on_die and Reason.DIE_ON_DIE not in found:
+            found.append(Reason.DIE_ON_DIE)
+    for o in in_play:
+        if o.sides_resting > 1 and Reason.DIE_ON_SEVERAL_OBJECTS not in found:
+            found.append(Reason.DIE_ON_SEVERAL_OBJECTS)
+    for o in in_play:
+        if not o.reading.flat and Reason.DIE_NOT_FLAT not in found:
+            found.append(Reason.DIE_NOT_FLAT)
+    for o in in_play:
+        unread = o.reading.value is None or o.reading.confidence < min_confidence
+        if unread and Reason.FACE_UNREADABLE not in found:
+            found.append(Reason.FACE_UNREADABLE)
+    return found
+
+
+def decide(observations: Sequence[DieObservation], facts: ThrowFacts = ThrowFacts(), *,
+           policy: Policy = NY_5324, min_confidence: float = 0.8) -> Verdict:
+    """Decide a throw at rest.
+
+    A valid roll needs exactly two dice in the playing area, each read (value 1..6) with
+    confidence >= ``min_confidence``, and every irregularity found mapped to ``"read"`` by the
+    policy. Otherwise the first irregularity whose action is ``"no-roll"`` makes a no roll; if
+    there is none, the first whose action is ``"boxperson"`` makes a boxperson call.
+
+    Args:
+        observations: dice seen at rest (see :class:`DieObservation`).
+        facts: throw facts (see :class:`ThrowFacts`).
+        policy: the jurisdiction policy (default 9 NYCRR 5324.52).
+        min_confidence: 0..1.
+
+    Returns:
+        the :class:`Verdict`.
+    """
+    obs = tuple(observations)
+    found = find_irregularities(obs, facts, min_confidence)
+    actions = [(r, policy.action(r)) for r in found]
+    for action in (Action.NO_ROLL, Action.BOXPERSON):
+        for reason, act in actions:
+            if act is action:
+                return Verdict(kind=action.value, reason=reason, dice=None,
+                               irregularities=tuple(found), observations=obs)
+    in_play = sorted((o for o in obs if o.zone == ZONE_PLAYING), key=lambda o: o.reading.centre[0])
+    values = [o.reading.value for o in in_play]
+    if len(values) != 2 or any(v is None or not 1 <= v <= 6 for v in values):
+        # Unreachable with a consistent policy (a missing or unread die is never "read"),
+        # kept so that a wrong value can never become a roll.
+        return Verdict(kind=Action.BOXPERSON.value, reason=Reason.FACE_UNREADABLE, dice=None,
+                       irregularities=tuple(found), observations=obs)
+    return Verdict(kind="roll", reason=None, dice=(int(values[0]), int(values[1])),
+                   irregularities=tuple(found), observations=obs)

@@ -1,0 +1,83 @@
+"""config/table.toml: the shipped file is valid; wrong keys/values are named; exit status 2."""
+from __future__ import annotations
+
+import argparse
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from controller.config import ConfigError, load_config, parse_config
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = REPO / "config" / "table.toml"
+
+
+def shipped() -> dict:
+    return tomllib.loads(SHIPPED.read_text())
+
+
+def test_shipped_config_is_valid():
+    cfg = load_config(SHIPPED)
+    assert cfg.table.id == "table-1" and cfg.bus.table_id == "table-1"
+    assert cfg.vision.still_frames == 8 and cfg.lamps.pins["point-10"] == 21
+    assert [p.name for p in cfg.settlement.players] == ["alice", "bob"]
+    assert cfg.settlement.players[0].bets[0].amount_cents == 1000
+
+
+def test_every_key_is_documented():
+    """Each key of the shipped file has a comment line right above it or in its section."""
+    text = SHIPPED.read_text().splitlines()
+    for i, line in enumerate(text):
+        s = line.strip()
+        if not s or s.startswith("#") or s.startswith("[") or s.startswith("bets"):
+            continue
+        key = s.split("=")[0].strip()
+        above = [t.strip() for t in text[max(0, i - 12):i]]
+        assert any(t.startswith("#") for t in above), f"key {key} has no comment"
+
+
+@pytest.mark.parametrize("edit, key", [
+    (lambda d: d["vision"].update(still_framez=3), "vision.still_framez"),
+    (lambda d: d["vision"].update(still_frames=0), "vision.still_frames"),
+    (lambda d: d["vision"].update(min_confidence=1.5), "vision.min_confidence"),
+    (lambda d: d["vision"].update(table_area=[[0, 0], [1, 1]]), "vision.table_area"),
+    (lambda d: d["source"].update(kind="webcam"), "source.kind"),
+    (lambda d: d["lamps"].update(driver="relay"), "lamps.driver"),
+    (lambda d: d["lamps"]["pins"].update({"point-7": 4}), "lamps.pins"),
+    (lambda d: d["lamps"]["pins"].update({"fault": 5}), "lamps.pins"),
+    (lambda d: d["bus"].update(pub_endpoint="http://x"), "bus.pub_endpoint"),
+    (lambda d: d["rules"]["actions"].update({"dice-off-table": "read"}), "rules.actions"),
+    (lambda d: d["settlement"]["players"][0]["bets"][0].update(amount_cents=-5),
+     "settlement.players.0.bets.0.amount_cents"),
+    (lambda d: d.update(tabel={"id": "x"}), "tabel"),
+    (lambda d: d["table"].update(id="bad id!"), "table.id"),
+])
+def test_wrong_key_or_value_is_named(edit, key):
+    data = shipped()
+    edit(data)
+    with pytest.raises(ConfigError) as err:
+        parse_config(data, "t.toml")
+    assert f"t.toml: {key}:" in str(err.value)
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[table\nid = 1\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(bad)
+
+
+def test_run_exits_2_naming_the_key(tmp_path, capsys):
+    from controller import service_cli
+
+    text = SHIPPED.read_text().replace("still_frames = 8", "still_frames = -1")
+    cfg = tmp_path / "table.toml"
+    cfg.write_text(text)
+    parser = argparse.ArgumentParser()
+    service_cli.add_arguments("run", parser)
+    args = parser.parse_args(["--config", str(cfg)])
+    assert service_cli.run("run", args) == 2
+    assert "vision.still_frames" in capsys.readouterr().err

@@ -1,0 +1,118 @@
+"""Game state per 9 NYCRR 5324.52(b)(1), (i) and N.J.A.C. 13:69F-1.11; persistence and resume."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from controller.game import GameState, advance, classify, new_shooter, state_from_json
+from controller.store import StateStore, StoreError
+
+ALL_DICE = list(itertools.product(range(1, 7), repeat=2))
+
+
+@pytest.mark.parametrize("dice", ALL_DICE)
+def test_every_come_out_roll(dice):
+    total = sum(dice)
+    after, outcome = advance(GameState(), dice)
+    if total in (7, 11):
+        assert outcome == "natural" and after.point is None and after.puck == "OFF"
+    elif total in (2, 3, 12):
+        assert outcome == "craps" and after.point is None and after.puck == "OFF"
+    else:
+        assert outcome == "point-set" and after.point == total and after.puck == "ON"
+    assert after.shooter == 1 and after.shooter_roll == 1 and after.rolls == 1
+    assert after.last_outcome == outcome
+
+
+@pytest.mark.parametrize("point", [4, 5, 6, 8, 9, 10])
+@pytest.mark.parametrize("dice", ALL_DICE)
+def test_every_point_roll(point, dice):
+    total = sum(dice)
+    before = GameState(shooter=3, shooter_roll=5, point=point, rolls=40, points_made=(6,))
+    after, outcome = advance(before, dice)
+    assert after.rolls == 41
+    if total == point:
+        assert outcome == "point-made"
+        assert after.point is None and after.puck == "OFF" and after.come_out
+        assert after.shooter == 3 and after.shooter_roll == 6
+        assert after.points_made == tuple(sorted({6, point}))
+    elif total == 7:
+        assert outcome == "seven-out"
+        # 9 NYCRR 5324.52(i)(1)(i): the shooter passes the dice on a loser 7
+        assert after.point is None and after.puck == "OFF"
+        assert after.shooter == 4 and after.shooter_roll == 0 and after.points_made == ()
+    else:
+        assert outcome == "no-decision"
+        assert after.point == point and after.puck == "ON" and after.shooter == 3 and after.shooter_roll == 6
+
+
+def test_a_shooters_hand():
+    s = GameState()
+    seq = [((3, 4), "natural", None), ((1, 1), "craps", None), ((2, 2), "point-set", 4),
+           ((5, 6), "no-decision", 4), ((1, 3), "point-made", None), ((4, 5), "point-set", 9),
+           ((3, 4), "seven-out", None)]
+    for dice, outcome, point in seq:
+        s, got = advance(s, dice)
+        assert (got, s.point) == (outcome, point)
+    assert s.shooter == 2 and s.shooter_roll == 0 and s.rolls == 7
+
+
+def test_voluntary_relinquish_keeps_point():
+    s, _ = advance(GameState(), (3, 3))
+    s = new_shooter(s)  # N.J.A.C. 13:69F-1.11(a), (c)
+    assert s.shooter == 2 and s.shooter_roll == 0 and s.point == 6 and s.puck == "ON"
+    s, outcome = advance(s, (1, 5))
+    assert outcome == "point-made" and s.shooter == 2 and s.shooter_roll == 1
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="1..6"):
+        advance(GameState(), (0, 7))
+    with pytest.raises(ValueError, match="2..12"):
+        classify(GameState(), 13)
+    with pytest.raises(ValueError, match="point 7"):
+        state_from_json({"shooter": 1, "shooter_roll": 0, "point": 7, "rolls": 0})
+
+
+def test_state_json_round_trip():
+    s = GameState(shooter=7, shooter_roll=2, point=8, rolls=99, points_made=(4, 10), last_outcome="point-set")
+    assert state_from_json(s.to_json()) == s
+
+
+def test_store_resumes_exactly(tmp_path):
+    db = tmp_path / "state.sqlite"
+    store = StateStore(db)
+    assert store.state == GameState() and store.verdict_count == 0
+    s, _ = advance(GameState(), (2, 3))
+    store.commit(s, {"roll_id": "t-000001", "verdict": "roll", "dice": [2, 3]})
+    store.mark_published("t-000001", 1)
+    s2, _ = advance(s, (6, 6))
+    store.commit(s2, {"roll_id": "t-000002", "verdict": "roll", "dice": [6, 6]})
+    store.close()  # "crash" before publishing the second verdict
+    again = StateStore(db)
+    assert again.state == s2 and again.state.point == 5 and again.state.shooter_roll == 2
+    assert again.verdict_count == 2
+    assert [b["roll_id"] for b in again.unpublished()] == ["t-000002"]
+    assert [b["dice"] for b in again.verdicts()] == [[2, 3], [6, 6]]
+    again.close()
+
+
+def test_store_commit_is_atomic(tmp_path):
+    store = StateStore(tmp_path / "s.sqlite")
+    s, _ = advance(GameState(), (4, 4))
+    store.commit(s, {"roll_id": "dup", "verdict": "roll"})
+    s2, _ = advance(s, (4, 4))
+    with pytest.raises(StoreError, match="commit failed"):
+        store.commit(s2, {"roll_id": "dup", "verdict": "roll"})  # UNIQUE roll_id: rolled back
+    store.close()
+    again = StateStore(tmp_path / "s.sqlite")
+    assert again.state == s and again.verdict_count == 1
+    again.close()
+
+
+def test_store_rejects_garbage_file(tmp_path):
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="bad.sqlite"):
+        StateStore(bad)

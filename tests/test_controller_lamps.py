@@ -1,0 +1,145 @@
+"""Layout lamps on gpiozero MockFactory pins: what each pin shows for game states and verdicts."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from gpiozero.pins.mock import MockFactory, MockPWMPin
+
+from controller.game import GameState, advance
+from controller.lamps import LAMP_NAMES, GpioLampDriver, LampController, LampDriver, NullLampDriver, lamp_plan
+from controller.lifecycle import DECIDED, IN_MOTION, WAITING
+
+PINS = {"point-4": 5, "point-5": 6, "point-6": 13, "point-8": 19, "point-9": 26, "point-10": 21,
+        "puck-on": 20, "no-roll": 16, "call-boxperson": 12, "bets-closed": 25, "fault": 24}
+
+
+@pytest.fixture
+def rig():
+    factory = MockFactory()
+    driver = GpioLampDriver(PINS, pin_factory=factory, flash_on_s=0.02, flash_off_s=0.02)
+    ctl = LampController(driver, flash_s=3.0)
+    yield factory, driver, ctl
+    driver.close()
+    factory.close()
+
+
+def lit(factory):
+    return {name for name, pin in PINS.items() if factory.pin(pin).state}
+
+
+def test_driver_is_a_lamp_driver(rig):
+    _, driver, _ = rig
+    assert isinstance(driver, LampDriver) and isinstance(NullLampDriver(), LampDriver)
+
+
+def test_point_lamp_follows_the_puck(rig):
+    factory, _, ctl = rig
+    s = GameState()
+    ctl.update(s, WAITING, now=0.0)
+    assert lit(factory) == set()
+    s, _ = advance(s, (4, 5))  # point 9
+    ctl.update(s, DECIDED, now=1.0)
+    assert lit(factory) == {"point-9", "puck-on"}
+    s, _ = advance(s, (2, 3))
+    ctl.update(s, DECIDED, now=2.0)
+    assert lit(factory) == {"point-9", "puck-on"}
+    s, _ = advance(s, (6, 3))  # point made: puck OFF
+    ctl.update(s, DECIDED, now=3.0)
+    assert lit(factory) == set()
+    s, _ = advance(s, (5, 5))
+    ctl.update(s, DECIDED, now=4.0)
+    assert lit(factory) == {"point-10", "puck-on"}
+    s, _ = advance(s, (3, 4))  # seven-out
+    ctl.update(s, DECIDED, now=5.0)
+    assert lit(factory) == set()
+
+
+def test_bets_closed_while_dice_in_motion(rig):
+    factory, _, ctl = rig
+    s = GameState(point=6)
+    ctl.update(s, IN_MOTION, now=0.0)
+    assert lit(factory) == {"point-6", "puck-on", "bets-closed"}
+    ctl.update(s, DECIDED, now=0.5)
+    assert lit(factory) == {"point-6", "puck-on"}
+
+
+def test_no_roll_flashes_for_configured_time(rig):
+    factory, _, ctl = rig
+    s = GameState()
+    ctl.verdict("no-roll", now=10.0)
+    changed = ctl.update(s, DECIDED, now=10.0)
+    assert changed["no-roll"] == "flash"
+    time.sleep(0.15)  # the blink thread toggles the pin
+    states = [p.state for p in factory.pin(PINS["no-roll"]).states]
+    assert True in states and states.count(True) >= 2
+    ctl.update(s, DECIDED, now=12.9)
+    assert ctl.shown["no-roll"] == "flash"
+    ctl.update(s, DECIDED, now=13.1)
+    assert ctl.shown["no-roll"] == "off"
+    time.sleep(0.05)
+    assert factory.pin(PINS["no-roll"]).state is False
+
+
+def test_call_boxperson_until_next_throw(rig):
+    factory, _, ctl = rig
+    s = GameState()
+    ctl.verdict("boxperson", now=0.0)
+    ctl.update(s, DECIDED, now=100.0)
+    assert ctl.shown["call-boxperson"] == "flash"
+    ctl.throw_started()
+    ctl.update(s, IN_MOTION, now=101.0)
+    assert ctl.shown["call-boxperson"] == "off" and lit(factory) == {"bets-closed"}
+
+
+def test_fault_and_all_off(rig):
+    factory, _, ctl = rig
+    ctl.set_fault(True)
+    ctl.update(GameState(point=5), WAITING, now=0.0)
+    assert lit(factory) == {"fault", "bets-closed", "point-5", "puck-on"}
+    ctl.all_off()
+    assert lit(factory) == set()
+
+
+def test_only_changes_are_sent():
+    drv = NullLampDriver()
+    ctl = LampController(drv)
+    first = ctl.update(GameState(), WAITING, now=0.0)
+    assert set(first) == set(LAMP_NAMES)
+    assert ctl.update(GameState(), WAITING, now=1.0) == {}
+    assert ctl.update(GameState(point=8), WAITING, now=2.0) == {"point-8": "on", "puck-on": "on"}
+
+
+def test_pwm_brightness_and_active_low():
+    factory = MockFactory(pin_class=MockPWMPin)
+    drv = GpioLampDriver({"puck-on": 20}, pwm=True, pin_factory=factory)
+    drv.set_lamp("puck-on", "on", brightness=0.5)
+    assert factory.pin(20).state == pytest.approx(0.5)
+    drv.close()
+    factory.close()
+    factory = MockFactory()
+    drv = GpioLampDriver({"puck-on": 20}, active_high=False, pin_factory=factory)
+    drv.set_lamp("puck-on", "on")
+    assert factory.pin(20).state is False  # active low: lit = low
+    drv.set_lamp("puck-on", "off")
+    assert factory.pin(20).state is True
+    drv.close()
+    factory.close()
+
+
+def test_bad_lamp_commands():
+    drv = NullLampDriver()
+    with pytest.raises(ValueError, match="unknown lamp 'point-7'"):
+        drv.set_lamp("point-7", "on")
+    with pytest.raises(ValueError, match="unknown mode"):
+        drv.set_lamp("puck-on", "blink")
+    with pytest.raises(ValueError, match="brightness"):
+        drv.set_lamp("puck-on", "on", 1.5)
+    with pytest.raises(ValueError, match="lamps.pins: unknown lamp"):
+        GpioLampDriver({"point-7": 4}, pin_factory=MockFactory())
+
+
+def test_plan_is_complete():
+    plan = lamp_plan(GameState(point=4), IN_MOTION, no_roll=True, boxperson=True)
+    assert set(plan) == set(LAMP_NAMES)
+    assert plan["point-4"] == "on" and plan["no-roll"] == "flash" and plan["call-boxperson"] == "flash"
