@@ -1,0 +1,161 @@
+"""``craps-table settle --profile NAME SCENARIO.jsonl``: the black-box settlement interface.
+
+Input: one JSON object a line (blank lines ignored)::
+
+    {"type": "bet", "player": "p1", "bet": "place", "number": 6, "amount": 1200}
+    {"type": "remove", "player": "p1", "bet": "place", "number": 6}            # optional "amount": reduce by
+    {"type": "working", "player": "p1", "bet": "place", "number": 6, "on": true}
+    {"type": "roll", "dice": [3, 4]}                                            # optional "seq": int
+    {"type": "shooter", "change": "voluntary"}                                  # or "compulsory"
+
+Output (stdout), one JSON line per decided wager::
+
+    {"roll": n, "player": "p1", "bet": "place", "number": 6, "result": "win",
+     "stake": 1200, "payout": 1400, "vig": 0}
+
+and ``{"type": "rejected", "line": k, "player": ..., "bet": ..., "reason": ..., "rule": ...}``
+for an illegal request. ``n`` is the roll's sequence number (its "seq", else 1, 2, ...); a
+roll whose seq was already applied settles nothing (idempotent). See docs/wagers.md.
+
+Exit status: 0; 2 for bad input (profile missing or wrong key, a line that is not a JSON
+object, an unknown line type, dice that are not two integers 1..6, a bad shooter change, a
+seq out of order). The whole file is checked before anything is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["add_arguments", "run", "run_scenario"]
+
+_TYPES = ("bet", "remove", "working", "roll", "shooter")
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``craps-table settle``."""
+    parser.add_argument("--profile", required=True,
+                        help="profile NAME (config/profiles/NAME.toml) or path to a profile TOML file")
+    parser.add_argument("scenario", help="JSONL scenario file ('-' for stdin)")
+    parser.add_argument("--ledger", default=":memory:",
+                        help="SQLite ledger file (default: in memory); an existing file resumes its session")
+
+
+class ScenarioError(ValueError):
+    """A structural error in the scenario (message names the line)."""
+
+
+def parse_scenario(lines, name: str = "scenario") -> list[tuple[int, dict]]:
+    """Parse and structurally check every line. Returns [(line_no, event)].
+
+    Raises:
+        ScenarioError: naming ``name:line`` and what is wrong.
+    """
+    events = []
+    last_seq = None
+    for i, raw in enumerate(lines, 1):
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            ev = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ScenarioError(f"{name}:{i}: not JSON: {exc.msg}") from None
+        if not isinstance(ev, dict):
+            raise ScenarioError(f"{name}:{i}: want a JSON object, got {type(ev).__name__}")
+        typ = ev.get("type")
+        if typ not in _TYPES:
+            raise ScenarioError(f"{name}:{i}: 'type' must be one of {list(_TYPES)}, not {typ!r}")
+        if typ == "roll":
+            d = ev.get("dice")
+            if (not isinstance(d, list) or len(d) != 2
+                    or not all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 6 for x in d)):
+                raise ScenarioError(f"{name}:{i}: roll 'dice' must be two integers 1..6, not {d!r}")
+            seq = ev.get("seq")
+            if seq is not None:
+                if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+                    raise ScenarioError(f"{name}:{i}: roll 'seq' must be a positive integer, not {seq!r}")
+        if typ == "shooter" and ev.get("change", "voluntary") not in ("voluntary", "compulsory"):
+            raise ScenarioError(f"{name}:{i}: shooter 'change' must be 'voluntary' or 'compulsory', "
+                                f"not {ev.get('change')!r}")
+        if typ == "working" and not isinstance(ev.get("on"), bool):
+            raise ScenarioError(f"{name}:{i}: working 'on' must be true or false, not {ev.get('on')!r}")
+        events.append((i, ev))
+    del last_seq
+    return events
+
+
+def run_scenario(prof, events, ledger: str = ":memory:", emit=print) -> int:
+    """Apply parsed events to a ledger-backed session, emitting output lines (dicts -> JSON).
+
+    Returns 0, or 2 if a roll seq is out of order (a message is written to stderr).
+    """
+    from .engine import Rejected
+    from .ledger import Session
+
+    sess = Session(prof, ledger)
+    try:
+        for line_no, ev in events:
+            typ = ev["type"]
+            req = {k: v for k, v in ev.items() if k != "type"}
+            try:
+                if typ == "bet":
+                    sess.place(req)
+                elif typ == "remove":
+                    sess.remove(req)
+                elif typ == "working":
+                    sess.set_working(req, ev["on"])
+                elif typ == "shooter":
+                    sess.shooter_change(ev.get("change", "voluntary"))
+                elif typ == "roll":
+                    try:
+                        out, applied = sess.roll(ev["dice"], ev.get("seq"))
+                    except ValueError as exc:
+                        print(f"craps-table settle: line {line_no}: {exc}", file=sys.stderr)
+                        return 2
+                    if applied:
+                        for s in out:
+                            emit(json.dumps(s.output(s.seq)))
+            except Rejected as exc:
+                rej = {"type": "rejected", "line": line_no}
+                if isinstance(ev.get("player"), str):
+                    rej["player"] = ev["player"]
+                if "bet" in ev:
+                    rej["bet"] = ev["bet"]
+                rej.update(reason=f"{exc.reason} ({exc.rule})", rule=exc.rule)
+                emit(json.dumps(rej))
+    finally:
+        sess.close()
+    return 0
+
+
+def run(command: str, args: argparse.Namespace) -> int:
+    """Entry point of ``craps-table settle``. Returns the exit status."""
+    from .profile import ProfileError, load_profile
+
+    try:
+        prof = load_profile(args.profile)
+    except ProfileError as exc:
+        print(f"craps-table settle: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.scenario == "-":
+            lines = sys.stdin.read().splitlines()
+            name = "<stdin>"
+        else:
+            path = Path(args.scenario)
+            lines = path.read_text(encoding="utf-8").splitlines()
+            name = str(path)
+        events = parse_scenario(lines, name)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"craps-table settle: cannot read {args.scenario}: {exc}", file=sys.stderr)
+        return 2
+    except ScenarioError as exc:
+        print(f"craps-table settle: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return run_scenario(prof, events, args.ledger)
+    except ValueError as exc:  # e.g. a ledger file of another profile
+        print(f"craps-table settle: {exc}", file=sys.stderr)
+        return 2

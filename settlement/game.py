@@ -1,0 +1,61 @@
+"""Game state as settlement sees it, advanced from the rolls and shooter events alone.
+
+Pure functions over plain values (no controller import): come-out roll, point,
+shooter number and the roll count within the shooter.
+
+Sources: 9 NYCRR 5324.52(b)(1) (come-out, point), (i)(1)(i) (the shooter passes the dice
+on a loser 7), (i)(1)-(3) and N.J.A.C. 13:69F-1.11(a),(c) (voluntary or compulsory
+relinquishment: a new shooter, the point, if any, stays).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .wagers import POINTS
+
+__all__ = ["GameState", "advance", "change_shooter"]
+
+
+@dataclass(frozen=True)
+class GameState:
+    """Table state before a roll.
+
+    Attributes:
+        point: None on a come-out roll, else the point (4, 5, 6, 8, 9 or 10).
+        shooter: shooter number, from 1.
+        shooter_rolls: rolls thrown by the current shooter (0 = before the initial come-out
+            roll; fire, bonus craps and hot roller bets may only be made then).
+        rolls: rolls settled in this session.
+    """
+
+    point: int | None = None
+    shooter: int = 1
+    shooter_rolls: int = 0
+    rolls: int = 0
+
+    @property
+    def come_out(self) -> bool:
+        return self.point is None
+
+
+def advance(state: GameState, d1: int, d2: int) -> tuple[GameState, str]:
+    """The state after a roll, and the outcome: natural, craps, point-set, point-made,
+    seven-out or no-decision (9 NYCRR 5324.52(b)(1))."""
+    t = d1 + d2
+    rolls = state.rolls + 1
+    if state.point is None:
+        if t in POINTS:
+            return replace(state, point=t, shooter_rolls=state.shooter_rolls + 1, rolls=rolls), "point-set"
+        outcome = "natural" if t in (7, 11) else "craps"
+        return replace(state, shooter_rolls=state.shooter_rolls + 1, rolls=rolls), outcome
+    if t == state.point:
+        return replace(state, point=None, shooter_rolls=state.shooter_rolls + 1, rolls=rolls), "point-made"
+    if t == 7:  # loser 7: the shooter passes the dice, (i)(1)(i)
+        return GameState(point=None, shooter=state.shooter + 1, shooter_rolls=0, rolls=rolls), "seven-out"
+    return replace(state, shooter_rolls=state.shooter_rolls + 1, rolls=rolls), "no-decision"
+
+
+def change_shooter(state: GameState) -> GameState:
+    """A voluntary or compulsory relinquishment: a new shooter, the point unchanged
+    (9 NYCRR 5324.52(i)(1),(3); N.J.A.C. 13:69F-1.11(a),(c))."""
+    return replace(state, shooter=state.shooter + 1, shooter_rolls=0)

@@ -1,0 +1,206 @@
+"""Per-player ledger in SQLite; settling is idempotent per roll sequence number.
+
+:class:`Session` couples a :class:`settlement.engine.Table` with a SQLite file. Every
+change (a wager made, removed or switched on/off, a shooter change, a roll) is applied to a
+copy of the table and committed in ONE transaction together with the new table snapshot,
+the balance changes and an audit row; only then does the in-memory table change. A crash
+leaves either the whole change or none of it.
+
+Idempotency: :meth:`Session.roll` with a sequence number already applied returns the
+settlements recorded the first time and changes nothing. A sequence number lower than the
+last applied one that was never applied is refused (ValueError): rolls are settled in order.
+
+Tables (all amounts in cents):
+    meta(key, value)                      profile name
+    balances(player, cents)               net position of each player (0 at the start)
+    rolls(seq, d1, d2, point_before, outcome, utc)
+    settlements(id, seq, player, wid, bet, number, base, dice, result, stake, payout, vig,
+                returned, balance_after, rule, utc)   -- one row per decided wager
+    events(id, kind, player, request, cents, utc)     -- bets, removals, lammers, shooter changes,
+                                                        rejections (cents = balance change)
+    snapshot(id=1, json)                  open wagers and game state after the last change
+"""
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .engine import Rejected, Settlement, Table
+
+__all__ = ["Session"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS balances(player TEXT PRIMARY KEY, cents INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS rolls(seq INTEGER PRIMARY KEY, d1 INTEGER NOT NULL, d2 INTEGER NOT NULL,
+    point_before INTEGER, outcome TEXT NOT NULL, utc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS settlements(id INTEGER PRIMARY KEY AUTOINCREMENT, seq INTEGER NOT NULL,
+    player TEXT NOT NULL, wid INTEGER NOT NULL, bet TEXT NOT NULL, number INTEGER, base TEXT, dice TEXT,
+    result TEXT NOT NULL, stake INTEGER NOT NULL, payout INTEGER NOT NULL, vig INTEGER NOT NULL,
+    returned INTEGER NOT NULL, balance_after INTEGER NOT NULL, rule TEXT NOT NULL, utc TEXT NOT NULL,
+    UNIQUE(seq, wid));
+CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
+    player TEXT, request TEXT NOT NULL, cents INTEGER NOT NULL, utc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshot(id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
+"""
+
+
+def _outlay(table: Table, player: str) -> int:
+    return sum(w.amount + w.vig_paid for w in table.wagers if w.player == player)
+
+
+def _utc() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Session:
+    """A table session persisted in SQLite.
+
+    Args:
+        prof: a :class:`settlement.profile.Profile`.
+        path: SQLite file (created if missing) or ":memory:".
+
+    Raises:
+        ValueError: the file was written under a different profile.
+    """
+
+    def __init__(self, prof, path: str | Path = ":memory:"):
+        self.prof = prof
+        self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL") if str(path) != ":memory:" else None
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(_SCHEMA)
+        row = self.db.execute("SELECT value FROM meta WHERE key='profile'").fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO meta VALUES('profile', ?)", (prof.name,))
+        elif row[0] != prof.name:
+            raise ValueError(f"ledger {path} belongs to profile {row[0]!r}, not {prof.name!r}")
+        snap = self.db.execute("SELECT json FROM snapshot WHERE id=1").fetchone()
+        self.table = Table.from_snapshot(prof, json.loads(snap[0])) if snap else Table(prof)
+        r = self.db.execute("SELECT MAX(seq) FROM rolls").fetchone()
+        self.last_seq = r[0] if r and r[0] is not None else 0
+
+    # ---- helpers -------------------------------------------------------------------
+    def balance(self, player: str) -> int:
+        """Net position of ``player`` in cents."""
+        r = self.db.execute("SELECT cents FROM balances WHERE player=?", (player,)).fetchone()
+        return r[0] if r else 0
+
+    def _add(self, player: str, cents: int) -> int:
+        self.db.execute("INSERT INTO balances VALUES(?, ?) ON CONFLICT(player) DO UPDATE SET cents=cents+?",
+                        (player, cents, cents))
+        return self.balance(player)
+
+    def _commit(self, table: Table, fn):
+        """Run ``fn(cur)`` and write the snapshot of ``table`` in one transaction."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn()
+            self.db.execute("INSERT INTO snapshot VALUES(1, ?) ON CONFLICT(id) DO UPDATE SET json=excluded.json",
+                            (json.dumps(table.snapshot()),))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.table = table
+        return result
+
+    def _event(self, kind: str, player, req, cents: int) -> None:
+        self.db.execute("INSERT INTO events(kind, player, request, cents, utc) VALUES(?,?,?,?,?)",
+                        (kind, player, json.dumps(req, sort_keys=True, default=str), cents, _utc()))
+
+    def _reject(self, req: dict, exc: Rejected) -> None:
+        self.db.execute("INSERT INTO events(kind, player, request, cents, utc) VALUES(?,?,?,?,?)",
+                        ("rejected", req.get("player") if isinstance(req.get("player"), str) else None,
+                         json.dumps({"request": req, "reason": exc.reason, "rule": exc.rule}, default=str), 0, _utc()))
+
+    # ---- changes -------------------------------------------------------------------
+    def place(self, req: dict):
+        """Make a wager; debits stake + vig taken at placement. Raises Rejected (also recorded)."""
+        t = copy.copy(self.table)
+        try:
+            w = t.place(req)
+        except Rejected as exc:
+            self._reject(req, exc)
+            raise
+        debit = _outlay(t, w.player) - _outlay(self.table, w.player)
+
+        def fn():
+            self._add(w.player, -debit)
+            self._event("bet", w.player, req, -debit)
+        self._commit(t, fn)
+        return w
+
+    def remove(self, req: dict):
+        """Remove or reduce a wager; credits what comes back. Raises Rejected (also recorded)."""
+        t = copy.copy(self.table)
+        try:
+            w, refund = t.remove(req)
+        except Rejected as exc:
+            self._reject(req, exc)
+            raise
+
+        def fn():
+            self._add(w.player, refund)
+            self._event("remove", w.player, req, refund)
+        self._commit(t, fn)
+        return w, refund
+
+    def set_working(self, req: dict, on: bool):
+        """Place an on/off lammer. Raises Rejected (also recorded)."""
+        t = copy.copy(self.table)
+        try:
+            w = t.set_working(req, on)
+        except Rejected as exc:
+            self._reject(req, exc)
+            raise
+        self._commit(t, lambda: self._event("working", w.player, {**req, "on": on}, 0))
+        return w
+
+    def shooter_change(self, change: str = "voluntary") -> None:
+        t = copy.copy(self.table)
+        t.shooter_change(change)
+        self._commit(t, lambda: self._event("shooter", None, {"change": change}, 0))
+
+    def roll(self, dice, seq: int | None = None) -> tuple[list[Settlement] | list[dict], bool]:
+        """Settle a roll once. Returns (settlements, applied_now).
+
+        A ``seq`` already applied returns the stored settlement rows (dicts) and False.
+
+        Raises:
+            ValueError: bad dice, or a ``seq`` below the last applied one that was never applied.
+        """
+        if seq is None:
+            seq = self.last_seq + 1
+        if seq <= self.last_seq:
+            if self.db.execute("SELECT 1 FROM rolls WHERE seq=?", (seq,)).fetchone():
+                rows = self.db.execute("SELECT * FROM settlements WHERE seq=? ORDER BY id", (seq,))
+                cols = [c[0] for c in rows.description]
+                return [dict(zip(cols, r)) for r in rows.fetchall()], False
+            raise ValueError(f"roll seq {seq} is older than the last applied roll {self.last_seq}")
+        t = copy.copy(self.table)
+        point_before = t.state.point
+        out = t.roll(dice, seq)
+        from .game import advance  # outcome for the audit row
+        _, outcome = advance(self.table.state, int(dice[0]), int(dice[1]))
+        now = _utc()
+
+        def fn():
+            self.db.execute("INSERT INTO rolls VALUES(?,?,?,?,?,?)", (seq, int(dice[0]), int(dice[1]),
+                                                                      point_before, outcome, now))
+            for s in out:
+                bal = self._add(s.player, s.returned)
+                self.db.execute(
+                    "INSERT INTO settlements(seq, player, wid, bet, number, base, dice, result, stake, payout, vig,"
+                    " returned, balance_after, rule, utc) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (seq, s.player, s.wid, s.kind, s.number, s.base, json.dumps(s.dice) if s.dice else None,
+                     s.result, s.stake, s.payout, s.vig, s.returned, bal, s.rule, now))
+        self._commit(t, fn)
+        self.last_seq = seq
+        return out, True
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,303 @@
+"""Jurisdiction profiles: the ``[settlement]`` table of ``config/profiles/<name>.toml``.
+
+Everything that differs between the regulations is data here: which wagers are
+permitted, pay tables (as the text writes them, "to" or "for"), the don't bar,
+what works on the come-out (9 NYCRR 5324.52(c)(5)), what may be removed
+((c)(3)-(4)), odds limits ((e)(4)), table limits, bet units, vig and rounding.
+Other top-level tables of the same file (e.g. ``[irregularities]``) are ignored.
+
+Usage::
+
+    from settlement.profile import load_profile
+    prof = load_profile("ny-5324")          # config/profiles/ny-5324.toml
+    prof.pays.place[6]                      # Fraction(7, 6)
+
+Errors: :class:`ProfileError` naming the file and the offending key
+(e.g. ``settlement.pays.plce: Extra inputs are not permitted``).
+"""
+from __future__ import annotations
+
+import tomllib
+from fractions import Fraction
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from .money import parse_ratio
+from .wagers import KINDS, POINTS
+
+__all__ = ["Profile", "ProfileError", "load_profile", "profile_path", "PROFILES_DIR"]
+
+PROFILES_DIR = Path(__file__).resolve().parents[1] / "config" / "profiles"
+
+
+class ProfileError(ValueError):
+    """A profile file is missing, unreadable or has a wrong key or value (message names it)."""
+
+
+def _frac(v):
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, (int, str)) and not isinstance(v, bool):
+        try:
+            return Fraction(v)
+        except (ValueError, ZeroDivisionError) as exc:
+            raise ValueError(f"not a fraction: {v!r}") from exc
+    raise ValueError(f"not a fraction: {v!r}")
+
+
+Frac = Annotated[Fraction, BeforeValidator(_frac)]
+# pay strings are kept as text here and parsed with the profile's odds_style after load
+PayText = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool) else v)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+class Bar(_Strict):
+    """Don't pass / don't come bar (9 NYCRR 5324.52(b)(2)(v), (b)(4)(v); 4620.3(e)(2))."""
+
+    number: Literal[2, 3, 12]
+    comeout_wins: list[int] = Field(description="come-out totals on which don't pass / don't come win")
+    dont_pass_result: Literal["push", "void"]
+    dont_come_result: Literal["push", "void"]
+
+
+class Pays(_Strict):
+    """Pay tables as written in the text ("to" or "for" per ``odds_style``). Absent = not offered."""
+
+    line: PayText | None = None
+    place: dict[int, PayText] | None = None
+    place_lose: dict[int, PayText] | None = None
+    buy: dict[int, PayText] | None = None
+    lay: dict[int, PayText] | None = None
+    take_odds: dict[int, PayText] | None = None
+    lay_odds: dict[int, PayText] | None = None
+    hardway: dict[int, PayText] | None = None
+    field: dict[int, PayText] | None = None
+    any7: PayText | None = None
+    any_craps: PayText | None = None
+    craps2: PayText | None = None
+    craps3: PayText | None = None
+    craps12: PayText | None = None
+    eleven: PayText | None = None
+    big6: PayText | None = None
+    big8: PayText | None = None
+    hop_hard: PayText | None = None
+    hop_easy: PayText | None = None
+    six_seven_eight: PayText | None = None
+    six_seven_eight_hard: PayText | None = None
+    fire: dict[int, PayText] | None = None
+    all_small: PayText | None = None
+    all_tall: PayText | None = None
+    make_em_all: PayText | None = None
+    hot_roller: dict[int, PayText] | None = None
+
+
+class WagerLimit(_Strict):
+    min_cents: int | None = Field(default=None, ge=1)
+    max_cents: int | None = Field(default=None, ge=1)
+    step_cents: int | None = Field(default=None, ge=1)
+    max_cents_by_number: dict[int, int] = {}
+
+
+class Limits(_Strict):
+    """Table minimum and maximum (per wager, cents) and per-wager overrides."""
+
+    min_cents: int = Field(ge=1)
+    max_cents: int = Field(ge=1)
+    wager: dict[str, WagerLimit] = {}
+
+
+class OddsLimits(_Strict):
+    """Odds limits (9 NYCRR 5324.52(e)(4)): max odds = multiple x flat bet, optional cap in cents."""
+
+    take_multiple: dict[int, Frac]
+    lay_multiple: dict[int, Frac]
+    take_max_cents: dict[int, int] = {}
+    lay_max_cents: dict[int, int] = {}
+
+
+class Vig(_Strict):
+    """Vigorish on buy and lay bets (9 NYCRR 5324.52(e)(1)-(3); N.J.A.C. 13:47-20.25(j)-(l))."""
+
+    rate: Frac
+    buy_when: Literal["placed", "win"]
+    lay_when: Literal["placed", "win"]
+    lay_base: Literal["wager", "win"]
+    unit_cents: int = Field(default=1, ge=1)
+
+
+class Removal(_Strict):
+    """Removal and reduction (9 NYCRR 5324.52(c)(3)-(4))."""
+
+    locked_after_point: list[str]
+    never_changed: list[str]
+    no_increase_after_reduce: list[str]
+
+
+class Working(_Strict):
+    """On/off lammers (9 NYCRR 5324.52(c)(5))."""
+
+    off_on_come_out: list[str]
+    callable_off: list[str]
+
+
+class Settlement(_Strict):
+    citation: str
+    odds_style: Literal["to", "for"] = "to"
+    permitted: list[str]
+    payout_unit_cents: int = Field(default=1, ge=1)
+    bet_unit_cents: int = Field(default=100, ge=1)
+    units: dict[str, int] = {}
+    place_not_on_point: bool = False
+    stays_up: list[str] = []
+    hot_roller_carried: bool = True
+    bar: Bar
+    pays: Pays
+    limits: Limits
+    odds: OddsLimits | None = None
+    vig: Vig | None = None
+    removal: Removal
+    working: Working
+    cite: dict[str, str]
+
+    @model_validator(mode="after")
+    def _check(self):
+        unknown = [k for k in self.permitted if k not in KINDS]
+        if unknown:
+            raise ValueError(f"permitted: unknown wager name(s) {unknown}; known: {sorted(KINDS)}")
+        for group, names in (("units", self.units), ("stays_up", self.stays_up),
+                             ("limits.wager", self.limits.wager),
+                             ("removal.locked_after_point", self.removal.locked_after_point),
+                             ("removal.never_changed", self.removal.never_changed),
+                             ("removal.no_increase_after_reduce", self.removal.no_increase_after_reduce),
+                             ("working.callable_off", self.working.callable_off)):
+            bad = [k for k in names if k not in KINDS]
+            if bad:
+                raise ValueError(f"{group}: unknown wager name(s) {bad}")
+        bad = [k for k in self.working.off_on_come_out if k not in KINDS and k != "come_odds"]
+        if bad:
+            raise ValueError(f"working.off_on_come_out: unknown wager name(s) {bad}")
+        need = {"odds": ("take_odds", "lay_odds"), "big6": ("big6",), "big8": ("big8",),
+                "pass": ("line",), "dont_pass": ("line",), "come": ("line",), "dont_come": ("line",),
+                "hop": ("hop_hard", "hop_easy"), "six_seven_eight": ("six_seven_eight", "six_seven_eight_hard"),
+                "c_and_e": ("any_craps", "eleven"), "horn": ("craps2", "craps3", "eleven", "craps12"),
+                "horn_high": ("craps2", "craps3", "eleven", "craps12"),
+                "whirl": ("craps2", "craps3", "eleven", "craps12", "any7")}
+        for k in self.permitted:
+            if k == "hot_roller":  # may be permitted without a pay table (text 002 gives none): refused at placement
+                continue
+            for attr in need.get(k, (k,)):
+                if getattr(self.pays, attr, None) is None:
+                    raise ValueError(f"pays.{attr}: missing, but wager {k!r} is permitted")
+        if "odds" in self.permitted and self.odds is None:
+            raise ValueError("odds: missing [settlement.odds] limits, but 'odds' is permitted")
+        if ("buy" in self.permitted or "lay" in self.permitted) and self.vig is None:
+            raise ValueError("vig: missing [settlement.vig], but buy or lay is permitted")
+        missing = [k for k in REQUIRED_CITES if k not in self.cite]
+        if missing:
+            raise ValueError(f"cite: missing citation(s) for {missing}")
+        return self
+
+
+#: rule names every profile must cite (used in rejection reasons and settlement records)
+REQUIRED_CITES = ("permitted", "limits", "units", "odds", "removal_line", "removal_fixed",
+                  "dont_no_increase", "working", "pays")
+
+
+class Profile:
+    """A validated profile with pay tables parsed into exact "to 1" Fractions.
+
+    Attributes:
+        name: profile name (file stem).
+        s: the validated :class:`Settlement` model (raw text pay tables, limits, rules).
+        pays: namespace-like dict access: ``pays.place[6] == Fraction(7, 6)``.
+    """
+
+    def __init__(self, name: str, settlement: Settlement, source: Path | None = None):
+        self.name = name
+        self.s = settlement
+        self.source = source
+        style = settlement.odds_style
+        parsed: dict[str, object] = {}
+        for field, value in settlement.pays:
+            if value is None:
+                parsed[field] = None
+            elif isinstance(value, dict):
+                try:
+                    parsed[field] = {int(k): parse_ratio(v, style) for k, v in value.items()}
+                except ValueError as exc:
+                    raise ProfileError(f"{name}: settlement.pays.{field}: {exc}") from exc
+            else:
+                try:
+                    parsed[field] = parse_ratio(value, style)
+                except ValueError as exc:
+                    raise ProfileError(f"{name}: settlement.pays.{field}: {exc}") from exc
+        self.pays = _Pays(parsed)
+        for fld, table in (("place", self.pays.place), ("place_lose", self.pays.place_lose),
+                           ("buy", self.pays.buy), ("lay", self.pays.lay),
+                           ("take_odds", self.pays.take_odds), ("lay_odds", self.pays.lay_odds)):
+            if table is not None and set(table) != set(POINTS):
+                raise ProfileError(f"{name}: settlement.pays.{fld}: needs exactly the numbers {POINTS}")
+        self.permitted = frozenset(settlement.permitted)
+
+    def cite(self, key: str, default: str | None = None) -> str:
+        """The citation string for a rule or wager key (falls back to the profile citation)."""
+        return self.s.cite.get(key) or default or self.s.citation
+
+    def __repr__(self) -> str:
+        return f"Profile({self.name!r})"
+
+
+class _Pays:
+    def __init__(self, d):
+        self.__dict__.update(d)
+
+
+def profile_path(name_or_path: str | Path) -> Path:
+    """Resolve a profile NAME (config/profiles/NAME.toml of this repo) or a path to a file."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or p.exists() or "/" in str(name_or_path):
+        return p
+    return PROFILES_DIR / f"{name_or_path}.toml"
+
+
+def load_profile(name_or_path: str | Path) -> Profile:
+    """Load and validate a profile's ``[settlement]`` table.
+
+    Raises:
+        ProfileError: file missing/unreadable, TOML syntax error, no ``[settlement]`` table,
+            unknown or wrong key (the message gives its dotted path), bad pay string.
+    """
+    path = profile_path(name_or_path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ProfileError(f"profile not found: {path}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"cannot read profile {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: TOML syntax error: {exc}") from exc
+    if "settlement" not in data or not isinstance(data["settlement"], dict):
+        raise ProfileError(f"{path}: no [settlement] table")
+    try:
+        model = Settlement.model_validate(data["settlement"])
+    except ValidationError as exc:
+        msgs = []
+        for e in exc.errors():
+            loc = ".".join(str(x) for x in ("settlement", *e["loc"]))
+            msgs.append(f"{loc}: {e['msg']}")
+        raise ProfileError(f"{path}: " + "; ".join(msgs)) from None
+    return Profile(path.stem, model, path)
+
+
+def profile_from_dict(name: str, settlement: dict) -> Profile:
+    """Build a profile from a plain dict of the ``[settlement]`` table (tests, overrides)."""
+    try:
+        return Profile(name, Settlement.model_validate(settlement))
+    except ValidationError as exc:
+        msgs = [".".join(str(x) for x in ("settlement", *e["loc"])) + f": {e['msg']}" for e in exc.errors()]
+        raise ProfileError(f"{name}: " + "; ".join(msgs)) from None
