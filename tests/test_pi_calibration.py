@@ -255,3 +255,51 @@ def test_from_homography_for_the_simulated_table():
     assert cal.to_mm([[100.0, 60.0]]).tolist() == [[100.0, 500.0]]
     assert cal.zone_of((100.0, 500.0)) == "playing"
     assert cal.die_side_px((100.0, 500.0)) == pytest.approx(19.05)
+
+
+# -- craps-table calibrate -------------------------------------------------------------------
+
+def _cli(argv):
+    from controller.cli import main
+    return main(["calibrate", *argv])
+
+
+def test_cli_writes_homography_and_snapshot(example, scene, tmp_path, capsys):
+    image, truth = scene
+    photo = tmp_path / "table.png"
+    cv2.imwrite(str(photo), image)
+    out, snap = tmp_path / "cfg" / "calibration.toml", tmp_path / "calib.png"
+    assert _cli(["--source", f"replay:{photo}", "--out", str(out), "--snapshot", str(snap)]) == 0
+    printed = capsys.readouterr().out
+    assert "markers [0, 1, 2, 3, 4, 5]" in printed and f"wrote {out}" in printed
+    cal = load_calibration(out)
+    mm, px = _grid_px(truth)
+    assert np.abs(cal.to_mm(px) - mm).max() < 1.0
+    drawn = cv2.imread(str(snap))
+    assert drawn.shape == image.shape
+    # a second run reads the layout back from --out and rewrites it
+    assert _cli(["--source", f"replay:{photo}", "--out", str(out)]) == 0
+    assert load_layout(out).layout == example.layout
+    assert sorted(p.name for p in out.parent.iterdir()) == ["calibration.toml"]
+
+
+def test_cli_failures_write_nothing(example, tmp_path, capsys):
+    image, _ = render(example.layout, hide=(1,))
+    photo = tmp_path / "table.png"
+    cv2.imwrite(str(photo), image)
+    out, snap = tmp_path / "calibration.toml", tmp_path / "calib.png"
+    assert _cli(["--source", f"replay:{photo}", "--out", str(out), "--snapshot", str(snap)]) == 1
+    assert "markers [1] not found" in capsys.readouterr().err
+    assert not out.exists() and snap.exists()  # the snapshot shows what was found
+    assert _cli(["--source", f"replay:{tmp_path / 'none.png'}", "--out", str(out)]) == 2
+    assert "no such image" in capsys.readouterr().err
+    assert _cli(["--source", "webcam:0", "--out", str(out)]) == 2
+    assert "expected picamera2" in capsys.readouterr().err
+    (tmp_path / "junk.png").write_bytes(b"not a png")
+    assert _cli(["--source", f"replay:{tmp_path / 'junk.png'}", "--out", str(out)]) == 2
+    assert "not a readable image" in capsys.readouterr().err
+    bad = tmp_path / "layout.toml"
+    bad.write_text("[layout]\nmarkers = []\n[zones]\n")
+    assert _cli(["--source", f"replay:{photo}", "--layout", str(bad), "--out", str(out)]) == 2
+    assert "layout.markers" in capsys.readouterr().err
+    assert not out.exists()
