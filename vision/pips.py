@@ -57,7 +57,7 @@ class FaceRead:
     reason: str = ""
 
 
-def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip], float]:
+def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip], float, np.ndarray, np.ndarray]:
     """Find pip blobs in a die region.
 
     A pip is a compact blob that differs from its immediate surround: the difference of
@@ -72,11 +72,12 @@ def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip]
         side: approximate die side in pixels.
 
     Returns:
-        (pips, threshold): pip blobs in crop pixels, and the contrast threshold used.
+        (pips, threshold, contrast, inside): pip blobs in crop pixels, the contrast
+        threshold used, the uint8 contrast map and the boolean region it was taken in.
     """
     sel = cv2.erode(mask, np.ones((3, 3), np.uint8)) > 0
     if sel.sum() < 16:
-        return [], 0.0
+        return [], 0.0, np.zeros(mask.shape, np.uint8), sel
     r = max(1.0, 0.09 * side)
     f = lab.astype(np.float32)
     # Paint the table around the die in the face colour, so the die's outline does not
@@ -116,11 +117,33 @@ def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip]
         contrast = float(d[y:y + h, x:x + w][sub].mean())
         cand.append((Pip(float(cents[i][0]), float(cents[i][1]), float(a), elong, contrast), vec))
     if not cand:
-        return [], thr
+        return [], thr, d, sel
     ref = max(cand, key=lambda c: c[0].contrast * c[0].area)[1]
     refn = ref / (np.linalg.norm(ref) + 1e-6)
     pips = [p for p, v in cand if float(np.dot(v, refn)) > 0.6 * float(np.linalg.norm(v))]
-    return pips, thr
+    # Contrast in the pips' own polarity (the halo a blur leaves around a pip is of the
+    # opposite sign and so does not count).
+    proj = np.clip((dog @ refn.astype(np.float32)) * 2.0, 0, 255).astype(np.uint8)
+    return pips, thr, proj, sel
+
+
+def stray_blobs(d: np.ndarray, sel: np.ndarray, pips: list[Pip], level: float, centre: tuple[float, float], reach: float, min_area: float) -> int:
+    """Count blobs of contrast above ``level`` within ``reach`` pixels of ``centre`` that
+    are not one of ``pips``: a face whose pips were read right has none (a missed, weaker
+    pip shows up here, so 5 is never read as 4, nor 3 as 1)."""
+    bw = ((d > level) & sel).astype(np.uint8)
+    n, _labels, stats, cents = cv2.connectedComponentsWithStats(bw, connectivity=8)
+    count = 0
+    for i in range(1, n):
+        if stats[i][4] < min_area:
+            continue
+        x, y = cents[i]
+        if np.hypot(x - centre[0], y - centre[1]) > reach:
+            continue
+        near = any(np.hypot(x - p.x, y - p.y) < max(2.0, np.sqrt(p.area)) for p in pips)
+        if not near:
+            count += 1
+    return count
 
 
 def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
@@ -138,7 +161,7 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
     if m["m00"] <= 0:
         return FaceRead(None, 0.0, (0.0, 0.0), reason="empty region")
     rc = (m["m10"] / m["m00"], m["m01"] / m["m00"])
-    pips, thr = find_pips(lab, mask, side)
+    pips, thr, dmap, sel = find_pips(lab, mask, side)
     pips = [p for p in pips if p.elongation < 2.0]
     if not pips:
         return FaceRead(None, 0.1, rc, reason="no pips")
@@ -161,7 +184,7 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
     cx, cy = fit.centre
     off = float(np.hypot(cx - rc[0], cy - rc[1])) / side
     if fit.value == 1:
-        if off > 0.25:
+        if off > 0.2:
             return FaceRead(None, 0.15, rc, pips, fit, reason="single pip off centre")
     else:
         ps = fit.pitch / side
@@ -174,8 +197,14 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
             return FaceRead(None, 0.15, rc, pips, fit, reason="pips too close")
     if fit.error > MAX_LAYOUT_ERROR:
         return FaceRead(None, 0.2, rc, pips, fit, reason=f"layout error {fit.error:.2f}")
-    conf = 1.0 - 0.5 * fit.error / MAX_LAYOUT_ERROR
     cmin = min(p.contrast for p in pips)
+    reach = 0.45 * side if fit.value == 1 else 1.5 * fit.pitch
+    amin = max(2.0, 0.25 * min(p.area for p in pips))
+    if stray_blobs(dmap, sel, pips, max(0.55 * cmin, 0.7 * MIN_PIP_CONTRAST), (cx, cy), reach, amin):
+        return FaceRead(None, 0.2, rc, pips, fit, reason="stray blob on face")
+    if fit.error > MAX_LAYOUT_ERROR:
+        return FaceRead(None, 0.2, rc, pips, fit, reason=f"layout error {fit.error:.2f}")
+    conf = 1.0 - 0.5 * fit.error / MAX_LAYOUT_ERROR
     conf *= float(min(1.0, 0.6 + 0.4 * (cmin - thr) / max(thr, 1.0)))
     if dropped:
         conf *= 0.9

@@ -42,6 +42,22 @@ def _die_side(regions: list[Region], expected_side_px: float | None) -> float | 
     return float(np.median(sides))
 
 
+def _split_necks(mask: np.ndarray, side: float) -> list[np.ndarray]:
+    """Cut dice joined by a thin neck (touching at a corner): open the region with a disc
+    a third of a die wide and return the parts, each grown back inside the region."""
+    k = max(3, int(round(side / 3)) | 1)
+    se = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
+    opened = cv2.morphologyEx(mask, cv2.MORPH_OPEN, se)
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(opened)
+    parts = []
+    for i in range(1, n):
+        if stats[i][4] < 0.25 * side * side:
+            continue
+        m = ((labels == i) * 255).astype(np.uint8)
+        parts.append(cv2.bitwise_and(cv2.dilate(m, se), mask))
+    return parts
+
+
 def _split(mask: np.ndarray, k: int) -> list[np.ndarray]:
     ys, xs = np.nonzero(mask)
     pts = np.column_stack([xs, ys]).astype(np.float32)
@@ -135,17 +151,39 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> li
         crop = lab[y0:y1, x0:x1]
         k = int(round(r.area / die_area))
         reads = [(rmask, fr)]
-        if k >= 2 and (fr.value is None or r.area > 1.8 * die_area):
+        if fr.value is None and r.area > 1.4 * die_area:
             split = []
-            for pm in _split(rmask, k):
+            necks = _split_necks(rmask, side)
+            by_neck = len(necks) >= 2
+            for pm in necks if by_neck else (_split(rmask, k) if k >= 2 else []):
                 pa = float(cv2.countNonZero(pm))
                 if pa >= 0.3 * die_area:
-                    split.append((pm, read_face(crop, pm, float(np.sqrt(pa)))))
-            if sum(f.value is not None for _, f in split) > int(fr.value is not None):
+                    f = read_face(crop, pm, float(np.sqrt(pa)))
+                    if not by_neck and f.value is not None and f.value <= 2:
+                        # A straight cut through a die leaves half a face: one or two pips
+                        # there prove nothing.
+                        f = FaceRead(None, 0.2, f.centre, f.pips, f.fit, reason="1 or 2 on a cut part")
+                    split.append((pm, f))
+            if any(f.value is not None for _, f in split):
                 reads = split
         for pm, f in reads:
             if f.value is None and cv2.countNonZero(pm) > 2.5 * die_area:
                 continue
-            out.append(_reading(pm, f, x0, y0))
+            out.append((pm, f, x0, y0))
+    # All dice on a table are the same size: a read whose pip pitch (or, for a 1, whose
+    # size) disagrees with the others is a part of a die or two dice, not a die.
+    pitches = [f.fit.pitch for _, f, _, _ in out if f.value is not None and f.value >= 3]
+    ref_pitch = float(np.median(pitches)) if len(pitches) >= 2 else None
+    readings = []
+    for pm, f, x0, y0 in out:
+        if f.value is not None and ref_pitch is not None:
+            if f.value >= 2 and not (0.6 <= f.fit.pitch / ref_pitch <= 1.6):
+                f = FaceRead(None, 0.2, f.centre, f.pips, f.fit, reason="pitch unlike the other dice")
+            elif f.value == 1:
+                ps = np.sqrt(cv2.countNonZero(pm))
+                if not (0.6 <= ps / side <= 1.6):
+                    f = FaceRead(None, 0.2, f.centre, f.pips, f.fit, reason="size unlike the other dice")
+        readings.append(_reading(pm, f, x0, y0))
+    out = readings
     out.sort(key=lambda d: (round(d.centre[1] / max(side, 1.0)), d.centre[0]))
     return out
