@@ -1,0 +1,69 @@
+"""Small listeners for the input events of a :class:`~firmware_bridge.link.FirmwareLink`.
+
+:class:`EventQueue` turns the callback into a blocking ``get(timeout)``; :class:`WallStrikeLog`
+keeps the times of far-wall strikes so the irregularity rules can ask whether a throw reached the
+far wall: the shooter throws "to cause the dice to strike the end of the table farthest from the
+shooter" (9 NYCRR 5324.52(g)), and a throw in which either die fails to strike an end of the table
+may be called "no roll" (9 NYCRR 5324.52(k)(2)(ii)).  The controller decides what a missed wall
+means under its jurisdiction profile; this module only records the sensor.
+"""
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+
+from .link import FirmwareLink, LinkEvent
+from .protocol import InputId
+
+
+class EventQueue:
+    """Queue of :class:`LinkEvent` from a link (optionally only some inputs).
+
+    ``get(timeout) -> LinkEvent | None`` (None after ``timeout`` seconds with no event).
+    """
+
+    def __init__(self, link: FirmwareLink | None = None, inputs: set[InputId] | None = None, maxsize: int = 1024) -> None:
+        self._q: queue.Queue[LinkEvent] = queue.Queue(maxsize)
+        self._inputs = inputs
+        self.dropped = 0
+        if link is not None:
+            link.add_event_listener(self)
+
+    def __call__(self, event: LinkEvent) -> None:
+        if self._inputs is not None and event.input not in self._inputs:
+            return
+        try:
+            self._q.put_nowait(event)
+        except queue.Full:
+            self.dropped += 1
+
+    def get(self, timeout: float) -> LinkEvent | None:
+        try:
+            return self._q.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+
+class WallStrikeLog:
+    """Host times (``time.monotonic()`` seconds) of the last ``maxlen`` far-wall strikes."""
+
+    def __init__(self, link: FirmwareLink | None = None, maxlen: int = 256) -> None:
+        self._times: collections.deque[float] = collections.deque(maxlen=maxlen)
+        self._lock = threading.Lock()
+        if link is not None:
+            link.add_event_listener(self)
+
+    def __call__(self, event: LinkEvent) -> None:
+        if event.input is InputId.FAR_WALL_STRIKE:
+            with self._lock:
+                self._times.append(event.host_time)
+
+    def strikes_between(self, t0: float, t1: float) -> list[float]:
+        """Strike times t with t0 <= t <= t1 (monotonic seconds)."""
+        with self._lock:
+            return [t for t in self._times if t0 <= t <= t1]
+
+    def struck_between(self, t0: float, t1: float) -> bool:
+        """True if the far wall was struck between t0 and t1 (monotonic seconds, inclusive)."""
+        return bool(self.strikes_between(t0, t1))

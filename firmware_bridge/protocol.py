@@ -1,0 +1,656 @@
+"""Wire protocol between the table controller (host) and the table microcontroller (MCU).
+
+Byte layouts, endianness, CRC parameters, timing numbers and the state machines are specified in
+``docs/firmware-protocol.md``; this module is the reference implementation of that document and
+must stay byte-identical to it (``tests/test_firmware_protocol.py`` checks the worked example).
+
+A frame on the wire is::
+
+    COBS( ver:u8 | type:u8 | seq:u16le | payload:0..240 bytes | crc:u16le ) | 0x00
+
+* framing: Consistent Overhead Byte Stuffing (Cheshire and Baker, IEEE/ACM Trans. Networking
+  7(2), 1999), via the ``cobs`` package; the 0x00 byte never occurs inside an encoded frame and
+  ends every frame.
+* integrity: CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection, xorout 0x0000,
+  check("123456789") = 0x29B1), via the ``crc`` package, over ver..payload, appended little-endian.
+* every message type has a payload whose length is fully determined by its own fields, so a
+  frame whose length disagrees with its type is rejected even if its CRC matches.
+
+All multi-byte integers are little-endian.  Nothing in this module raises on bad *input bytes*:
+:class:`FrameDecoder` turns every malformed frame into a :class:`Rejected` record.  Building a
+message from bad *Python values* (a lamp id of 300, say) raises :class:`ProtocolError`.
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass, field
+from typing import ClassVar, Union
+
+from cobs import cobs
+from crc import Calculator, Crc16
+
+#: Protocol version carried in byte 0 of every frame.
+PROTOCOL_VERSION = 1
+#: Largest payload, in bytes.  Decoded frame <= 246 bytes, encoded frame <= 248 bytes with 0x00.
+MAX_PAYLOAD = 240
+#: Header (ver, type, seq) plus CRC, in bytes.
+OVERHEAD = 6
+#: Largest decoded frame (header + payload + CRC), in bytes.
+MAX_DECODED = OVERHEAD + MAX_PAYLOAD
+#: Largest COBS-encoded frame, excluding the 0x00 delimiter (one code byte per 254 data bytes).
+MAX_ENCODED = MAX_DECODED + 1 + MAX_DECODED // 254
+#: Sequence numbers of reliable messages run 1..65535 and wrap to 1; 0 means "unsequenced".
+SEQ_MAX = 0xFFFF
+#: Longest text in an ERROR_REPORT, in bytes (ASCII).
+MAX_ERROR_TEXT = 64
+
+_CRC = Calculator(Crc16.IBM_3740.value, optimized=True)  # IBM-3740 == CRC-16/CCITT-FALSE
+
+
+def crc16_ccitt_false(data: bytes) -> int:
+    """CRC-16/CCITT-FALSE of ``data`` (poly 0x1021, init 0xFFFF, refin/refout false, xorout 0).
+
+    Returns an int in 0..0xFFFF.  ``crc16_ccitt_false(b"123456789") == 0x29B1`` (the catalogue
+    check value, Williams "A painless guide to CRC error detection algorithms", and the RevEng
+    CRC catalogue entry CRC-16/IBM-3740).
+    """
+    return int(_CRC.checksum(bytes(data)))
+
+
+def next_seq(seq: int) -> int:
+    """The sequence number after ``seq`` (1..65535, wrapping 65535 -> 1; 0 is never used)."""
+    return seq % SEQ_MAX + 1
+
+
+class ProtocolError(ValueError):
+    """A message cannot be built or parsed: a field is out of range or a payload is malformed."""
+
+
+class MsgType(enum.IntEnum):
+    """Message types (byte 1 of a frame).  Direction and reliability in docs/firmware-protocol.md."""
+
+    HELLO = 0x01          # host -> MCU, answered by VERSION
+    VERSION = 0x02        # MCU -> host, answer to HELLO
+    HEARTBEAT = 0x03      # both ways, unsequenced
+    ACK = 0x06            # both ways, unsequenced
+    NAK = 0x15            # both ways, unsequenced
+    SET_LAMPS = 0x20      # host -> MCU, reliable
+    SHAKER = 0x21         # host -> MCU, reliable
+    INPUT_EVENT = 0x40    # MCU -> host, reliable
+    ERROR_REPORT = 0x41   # MCU -> host, reliable
+
+
+#: Types that carry a sequence number and are acknowledged (ACK or NAK) by the receiver.
+RELIABLE_TYPES = frozenset({MsgType.SET_LAMPS, MsgType.SHAKER, MsgType.INPUT_EVENT, MsgType.ERROR_REPORT})
+#: Types whose seq must be 1..65535 (the reliable ones and HELLO); all others carry seq 0.
+SEQUENCED_TYPES = RELIABLE_TYPES | {MsgType.HELLO}
+HOST_TO_MCU = frozenset({MsgType.HELLO, MsgType.HEARTBEAT, MsgType.ACK, MsgType.NAK, MsgType.SET_LAMPS, MsgType.SHAKER})
+MCU_TO_HOST = frozenset({MsgType.VERSION, MsgType.HEARTBEAT, MsgType.ACK, MsgType.NAK, MsgType.INPUT_EVENT, MsgType.ERROR_REPORT})
+
+
+class LampId(enum.IntEnum):
+    """Firmware lamp ids, one per lamp name of the lamp interface (CONTRACTS.md)."""
+
+    POINT_4 = 0x01
+    POINT_5 = 0x02
+    POINT_6 = 0x03
+    POINT_8 = 0x04
+    POINT_9 = 0x05
+    POINT_10 = 0x06
+    PUCK_ON = 0x07
+    NO_ROLL = 0x08
+    CALL_BOXPERSON = 0x09
+    BETS_CLOSED = 0x0A
+    FAULT = 0x0B
+
+
+#: Lamp name (the lamp interface's vocabulary) -> firmware lamp id.
+LAMP_IDS: dict[str, LampId] = {
+    "point-4": LampId.POINT_4,
+    "point-5": LampId.POINT_5,
+    "point-6": LampId.POINT_6,
+    "point-8": LampId.POINT_8,
+    "point-9": LampId.POINT_9,
+    "point-10": LampId.POINT_10,
+    "puck-on": LampId.PUCK_ON,
+    "no-roll": LampId.NO_ROLL,
+    "call-boxperson": LampId.CALL_BOXPERSON,
+    "bets-closed": LampId.BETS_CLOSED,
+    "fault": LampId.FAULT,
+}
+LAMP_NAMES: dict[int, str] = {int(v): k for k, v in LAMP_IDS.items()}
+
+
+class LampMode(enum.IntEnum):
+    """Lamp modes.  FLASH is 500 ms period, 50 % duty, all flashing lamps in phase."""
+
+    OFF = 0
+    ON = 1
+    FLASH = 2
+
+
+LAMP_MODES: dict[str, LampMode] = {"off": LampMode.OFF, "on": LampMode.ON, "flash": LampMode.FLASH}
+
+
+class InputId(enum.IntEnum):
+    """Inputs reported in INPUT_EVENT."""
+
+    FAR_WALL_STRIKE = 0x01   # value 1; detail = sensor zone index (0 = whole wall)
+    SHOOTER_BUTTON = 0x02    # value 1 pressed, 0 released
+    SHAKER_DONE = 0x03       # value = ShakerAction that ended; detail = ShakerResult
+    DOOR = 0x04              # value 1 open, 0 closed; detail = door index
+    TILT = 0x05              # value 1 tilted, 0 level
+
+
+class ShakerAction(enum.IntEnum):
+    """SHAKER command actions."""
+
+    STOP = 0
+    SHAKE = 1
+    BLOW = 2
+
+
+class ShakerResult(enum.IntEnum):
+    """Detail of a SHAKER_DONE event."""
+
+    COMPLETED = 0
+    STOPPED = 1      # by a SHAKER STOP command
+    JAMMED = 2       # motor stall / blower fault
+    FAILSAFE = 3     # stopped because the host was lost
+
+
+class NakReason(enum.IntEnum):
+    """Reason byte of a NAK."""
+
+    BAD_FRAME = 1      # unreadable frame (COBS, length or CRC); nak_seq = 0: resend outstanding
+    BAD_VERSION = 2    # protocol version not supported
+    UNKNOWN_TYPE = 3   # type unknown or not valid in this direction
+    BAD_PAYLOAD = 4    # payload length or a field out of range
+    BUSY = 5           # SHAKER while the shaker or blower runs
+    NOT_READY = 6      # no session: the sender must HELLO first
+    BAD_LAMP = 7       # lamp id not fitted on this table
+
+
+class ErrorCode(enum.IntEnum):
+    """ERROR_REPORT codes."""
+
+    LAMP_DRIVER_FAULT = 1      # detail = lamp id
+    WALL_SENSOR_FAULT = 2      # detail = sensor zone
+    SHAKER_JAM = 3
+    BROWN_OUT = 4
+    WATCHDOG_RESET = 5
+    EVENT_QUEUE_OVERFLOW = 6   # detail = number of events lost
+    HOST_LOST = 7              # failsafe was entered; detail = ms spent in failsafe (saturating)
+    RX_OVERRUN = 8             # UART overrun; detail = count
+
+
+class Capability(enum.IntFlag):
+    """Capabilities byte of VERSION: which inputs and actuators this table has."""
+
+    WALL_SENSOR = 0x01
+    SHOOTER_BUTTON = 0x02
+    SHAKER = 0x04
+    BLOWER = 0x08
+    DOOR_SWITCH = 0x10
+    TILT_SWITCH = 0x20
+
+
+class McuStatus(enum.IntFlag):
+    """Status flags of the MCU (VERSION.inputs and HEARTBEAT.flags sent by the MCU)."""
+
+    DOOR_OPEN = 0x01
+    TILTED = 0x02
+    SHAKER_BUSY = 0x04
+    WALL_SENSOR_FAULT = 0x08
+    FAILSAFE = 0x10
+    NO_SESSION = 0x20
+
+
+# ---------------------------------------------------------------------------------------------
+# messages
+
+
+def _u8(name: str, v: int) -> int:
+    if not isinstance(v, int) or not 0 <= v <= 0xFF:
+        raise ProtocolError(f"{name} must be an integer 0..255, got {v!r}")
+    return v
+
+
+def _u16(name: str, v: int) -> int:
+    if not isinstance(v, int) or not 0 <= v <= 0xFFFF:
+        raise ProtocolError(f"{name} must be an integer 0..65535, got {v!r}")
+    return v
+
+
+def _u32(name: str, v: int) -> int:
+    if not isinstance(v, int) or not 0 <= v <= 0xFFFFFFFF:
+        raise ProtocolError(f"{name} must be an integer 0..4294967295, got {v!r}")
+    return v
+
+
+def _enum(cls, name: str, v: int):
+    try:
+        return cls(v)
+    except ValueError:
+        raise ProtocolError(f"{name} {v!r} is not one of {[int(m) for m in cls]}") from None
+
+
+def _fixed(cls, payload: bytes, fmt: str) -> tuple:
+    size = struct.calcsize(fmt)
+    if len(payload) != size:
+        raise ProtocolError(f"{cls.__name__} payload must be {size} bytes, got {len(payload)}")
+    return struct.unpack(fmt, payload)
+
+
+@dataclass(frozen=True)
+class Hello:
+    """HELLO (host -> MCU): open or resume a session.
+
+    session_id: u32 random per host process; a new value resets the MCU's duplicate filter.
+    heartbeat_period_ms: the host's heartbeat period.  host_timeout_ms: silence after which the
+    MCU enters failsafe.
+    """
+
+    TYPE: ClassVar[MsgType] = MsgType.HELLO
+    FMT: ClassVar[str] = "<IHH"
+    session_id: int
+    heartbeat_period_ms: int = 200
+    host_timeout_ms: int = 1000
+
+    def __post_init__(self) -> None:
+        _u32("session_id", self.session_id)
+        _u16("heartbeat_period_ms", self.heartbeat_period_ms)
+        _u16("host_timeout_ms", self.host_timeout_ms)
+
+    def payload(self) -> bytes:
+        return struct.pack(self.FMT, self.session_id, self.heartbeat_period_ms, self.host_timeout_ms)
+
+    @classmethod
+    def parse(cls, payload: bytes) -> "Hello":
+        return cls(*_fixed(cls, payload, cls.FMT))
+
+
+@dataclass(frozen=True)
+class Version:
+    """VERSION (MCU -> host): the answer to HELLO ``ack_seq``; firmware identity and state."""
+
+    TYPE: ClassVar[MsgType] = MsgType.VERSION
+    FMT: ClassVar[str] = "<HBBBBIBBB"
+    ack_seq: int
+    protocol: int
+    fw_major: int
+    fw_minor: int
+    fw_patch: int
+    boot_id: int
+    capabilities: int
+    lamp_count: int
+    status: int
+
+    def __post_init__(self) -> None:
+        _u16("ack_seq", self.ack_seq)
+        for n in ("protocol", "fw_major", "fw_minor", "fw_patch", "capabilities", "lamp_count", "status"):
+            _u8(n, getattr(self, n))
+        _u32("boot_id", self.boot_id)
+
+    def payload(self) -> bytes:
+        return struct.pack(self.FMT, self.ack_seq, self.protocol, self.fw_major, self.fw_minor,
+                           self.fw_patch, self.boot_id, self.capabilities, self.lamp_count, self.status)
+
+    @classmethod
+    def parse(cls, payload: bytes) -> "Version":
+        return cls(*_fixed(cls, payload, cls.FMT))
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """HEARTBEAT (both ways): ``time_ms`` sender uptime (ms, wraps), ``ident`` (host: session id;
+    MCU: boot id), ``flags`` (host: 0; MCU: :class:`McuStatus`)."""
+
+    TYPE: ClassVar[MsgType] = MsgType.HEARTBEAT
+    FMT: ClassVar[str] = "<IIB"
+    time_ms: int
+    ident: int
+    flags: int = 0
+
+    def __post_init__(self) -> None:
+        _u32("time_ms", self.time_ms)
+        _u32("ident", self.ident)
+        _u8("flags", self.flags)
+
+    def payload(self) -> bytes:
+        return struct.pack(self.FMT, self.time_ms, self.ident, self.flags)
+
+    @classmethod
+    def parse(cls, payload: bytes) -> "Heartbeat":
+        return cls(*_fixed(cls, payload, cls.FMT))
+
+
+@dataclass(frozen=True)
+class Ack:
+    """ACK (both ways): the reliable message ``ack_seq`` of type ``acked_type`` was acted on."""
+
+    TYPE: ClassVar[MsgType] = MsgType.ACK
+    FMT: ClassVar[str] = "<HB"
+    ack_seq: int
+    acked_type: int
+
+    def __post_init__(self) -> None:
+        _u16("ack_seq", self.ack_seq)
+        _u8("acked_type", self.acked_type)
+
+    def payload(self) -> bytes:
+        return struct.pack(self.FMT, self.ack_seq, self.acked_type)
+
+    @classmethod
+    def parse(cls, payload: bytes) -> "Ack":
+        return cls(*_fixed(cls, payload, cls.FMT))
+
+
+@dataclass(frozen=True)
+class Nak:
+    """NAK (both ways): message ``nak_seq`` of type ``nak_type`` was refused for ``reason``;
+    ``nak_seq == 0`` and reason BAD_FRAME: an unreadable frame arrived (resend what is
+    outstanding)."""
+
+    TYPE: ClassVar[MsgType] = MsgType.NAK
+    FMT: ClassVar[str] = "<HBB"
+    nak_seq: int
+    nak_type: int
+    reason: NakReason
+
+    def __post_init__(self) -> None:
+        _u16("nak_seq", self.nak_seq)
+        _u8("nak_type", self.nak_type)
+        object.__setattr__(self, "reason", _enum(NakReason, "NAK reason", self.reason))
+
+    def payload(self) -> bytes:
+        return struct.pack(self.FMT, self.nak_seq, self.nak_type, int(self.reason))
+
+    @classmethod
+    def parse(cls, payload: bytes) -> "Nak":
+        return cls(*_fixed(cls, payload, cls.FMT))
+
+
+@dataclass(frozen=True)
+class LampSetting:
+    """One lamp in SET_LAMPS: firmware ``lamp`` id, ``mode``, ``brightness`` 0..255 (PWM duty)."""
+
+    lamp: LampId
+    mode: LampMode
+    brightness: int = 255
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lamp", _enum(LampId, "lamp id", self.lamp))
+        object.__setattr__(self, "mode", _enum(LampMode, "lamp mode", self.mode))
+        _u8("brightness", self.brightness)
+
+
+@dataclass(frozen=True)
+class SetLamps:
+    """SET_LAMPS (host -> MCU, reliable): 1..16 lamp settings applied atomically, in order."""
+
+    TYPE: ClassVar[MsgType] = MsgType.SET_LAMPS
+    MAX_LAMPS: ClassVar[int] = 16
+    lamps: tuple[LampSetting, ...]
+
+    def __post_init__(self) -> None:
+        lamps = tuple(self.lamps)
+        if not 1 <= len(lamps) <= self.MAX_LAMPS:
+            raise ProtocolError(f"SET_LAMPS takes 1..{self.MAX_LAMPS} lamps, got {len(lamps)}")
+        if not all(isinstance(s, LampSetting) for s in lamps):
+            raise ProtocolError("SET_LAMPS lamps must be LampSetting values")
+        object.__setattr__(self, "lamps", lamps)
+
+    def payload(self) -> bytes:
+        out = bytearray([len(self.lamps)])
+        for s in self.lamps:
+            out += bytes([int(s.lamp), int(s.mode), s.brightness])
+        return bytes(out)
+
+    @classmethod
+    def parse(cls, payload: bytes) -> "SetLamps":
+        if not payload:
+            raise ProtocolError("SET_LAMPS payload is empty")
+        n = payload[0]
+        if len(payload) != 1 + 3 * n:
+            raise ProtocolError(f"SET_LAMPS with count {n} must be {1 + 3 * n} bytes, got {len(payload)}")
+        return cls(tuple(LampSetting(payload[1 + 3 * i], payload[2 + 3 * i], payload[3 + 3 * i]) for i in range(n)))
+
+
+@dataclass(frozen=True)
+class Shaker:
+    """SHAKER (host -> MCU, reliable): start the dice shaker or blower for ``duration_ms``
+    (1..10000) at ``intensity`` 0..255, or STOP (duration 0).  ACK means started; the end is an
+    INPUT_EVENT SHAKER_DONE."""
+
+    TYPE: ClassVar[MsgType] = MsgType.SHAKER
+    FMT: ClassVar[str] = "<BHB"
+    MAX_DURATION_MS: ClassVar[int] = 10000
+    action: ShakerAction
+    duration_ms: int = 0
+    intensity: int = 255
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "action", _enum(ShakerAction, "shaker action", self.action))
+        _u16("duration_ms", self.duration_ms)
+        _u8("intensity", self.intensity)
+        if self.action == ShakerAction.STOP:
+            if self.duration_ms != 0:
+                raise ProtocolError("SHAKER STOP must have duration_ms 0")
+        elif not 1 <= self.duration_ms <= self.MAX_DURATION_MS:
+            raise ProtocolError(f"SHAKER duration_ms must be 1..{self.MAX_DURATION_MS}, got {self.duration_ms}")
+
+    def payload(self) -> bytes:
+        return struct.pack(self.FMT, int(self.action), self.duration_ms, self.intensity)
+
+    @classmethod
+    def parse(cls, payload: bytes) -> "Shaker":
+        return cls(*_fixed(cls, payload, cls.FMT))
+
+
+@dataclass(frozen=True)
+class InputEvent:
+    """INPUT_EVENT (MCU -> host, reliable): ``input`` changed to ``value`` at MCU uptime
+    ``time_ms`` (ms, wraps at 2**32); ``detail`` depends on the input (see :class:`InputId`)."""
+
+    TYPE: ClassVar[MsgType] = MsgType.INPUT_EVENT
+    FMT: ClassVar[str] = "<BBIH"
+    input: InputId
+    value: int
+    time_ms: int
+    detail: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "input", _enum(InputId, "input id", self.input))
+        _u8("value", self.value)
+        _u32("time_ms", self.time_ms)
+        _u16("detail", self.detail)
+
+    def payload(self) -> bytes:
+        return struct.pack(self.FMT, int(self.input), self.value, self.time_ms, self.detail)
+
+    @classmethod
+    def parse(cls, payload: bytes) -> "InputEvent":
+        return cls(*_fixed(cls, payload, cls.FMT))
+
+
+@dataclass(frozen=True)
+class ErrorReport:
+    """ERROR_REPORT (MCU -> host, reliable): ``code`` (:class:`ErrorCode`), ``detail``, and up to
+    64 bytes of printable ASCII ``text``."""
+
+    TYPE: ClassVar[MsgType] = MsgType.ERROR_REPORT
+    code: ErrorCode
+    detail: int = 0
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", _enum(ErrorCode, "error code", self.code))
+        _u16("detail", self.detail)
+        if not isinstance(self.text, str) or len(self.text) > MAX_ERROR_TEXT or not all(0x20 <= ord(c) < 0x7F for c in self.text):
+            raise ProtocolError(f"ERROR_REPORT text must be printable ASCII of at most {MAX_ERROR_TEXT} characters, got {self.text!r}")
+
+    def payload(self) -> bytes:
+        t = self.text.encode("ascii")
+        return struct.pack("<BHB", int(self.code), self.detail, len(t)) + t
+
+    @classmethod
+    def parse(cls, payload: bytes) -> "ErrorReport":
+        if len(payload) < 4:
+            raise ProtocolError(f"ERROR_REPORT payload must be at least 4 bytes, got {len(payload)}")
+        code, detail, n = struct.unpack_from("<BHB", payload)
+        if len(payload) != 4 + n:
+            raise ProtocolError(f"ERROR_REPORT with text length {n} must be {4 + n} bytes, got {len(payload)}")
+        try:
+            text = payload[4:].decode("ascii")
+        except UnicodeDecodeError:
+            raise ProtocolError("ERROR_REPORT text is not ASCII") from None
+        return cls(code, detail, text)
+
+
+Message = Union[Hello, Version, Heartbeat, Ack, Nak, SetLamps, Shaker, InputEvent, ErrorReport]
+MESSAGE_CLASSES: dict[MsgType, type] = {
+    cls.TYPE: cls for cls in (Hello, Version, Heartbeat, Ack, Nak, SetLamps, Shaker, InputEvent, ErrorReport)
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# frames
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A frame whose COBS, length and CRC checked out: header fields and raw payload bytes."""
+
+    version: int
+    type: int
+    seq: int
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class Received:
+    """A fully valid frame: version 1, known type, payload parsed into ``message``."""
+
+    seq: int
+    message: Message
+
+    @property
+    def type(self) -> MsgType:
+        return self.message.TYPE
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A frame that was refused.  ``frame`` is set when the CRC matched but the content is bad
+    (the peer can be told which seq was refused); ``reason`` is the NAK reason to give."""
+
+    reason: NakReason
+    detail: str
+    frame: Frame | None = None
+
+
+def encode_frame(message: Message, seq: int = 0, *, version: int = PROTOCOL_VERSION) -> bytes:
+    """Encode ``message`` with sequence number ``seq`` into wire bytes (COBS, ending in 0x00).
+
+    Raises :class:`ProtocolError` if ``seq`` is out of 0..65535 or the payload is too long.
+    """
+    _u16("seq", seq)
+    _u8("version", version)
+    payload = message.payload()
+    if len(payload) > MAX_PAYLOAD:
+        raise ProtocolError(f"payload of {len(payload)} bytes exceeds {MAX_PAYLOAD}")
+    body = struct.pack("<BBH", version, int(message.TYPE), seq) + payload
+    body += struct.pack("<H", crc16_ccitt_false(body))
+    return cobs.encode(body) + b"\x00"
+
+
+def encode_raw(version: int, type_: int, seq: int, payload: bytes) -> bytes:
+    """Encode an arbitrary header and payload (for tests of the receivers' rejection paths)."""
+    body = struct.pack("<BBH", version, type_, seq) + bytes(payload)
+    body += struct.pack("<H", crc16_ccitt_false(body))
+    return cobs.encode(body) + b"\x00"
+
+
+def parse_frame(encoded: bytes) -> Frame | Rejected:
+    """Check one COBS-encoded frame (without its 0x00): COBS, length 6..246, CRC.  Never raises."""
+    if len(encoded) > MAX_ENCODED:
+        return Rejected(NakReason.BAD_FRAME, f"frame of {len(encoded)} encoded bytes exceeds {MAX_ENCODED}")
+    try:
+        body = cobs.decode(bytes(encoded))
+    except cobs.DecodeError as exc:
+        return Rejected(NakReason.BAD_FRAME, f"COBS: {exc}")
+    if not OVERHEAD <= len(body) <= MAX_DECODED:
+        return Rejected(NakReason.BAD_FRAME, f"frame of {len(body)} bytes is outside {OVERHEAD}..{MAX_DECODED}")
+    (crc_rx,) = struct.unpack_from("<H", body, len(body) - 2)
+    crc_calc = crc16_ccitt_false(body[:-2])
+    if crc_rx != crc_calc:
+        return Rejected(NakReason.BAD_FRAME, f"CRC 0x{crc_rx:04X} != computed 0x{crc_calc:04X}")
+    version, type_, seq = struct.unpack_from("<BBH", body)
+    return Frame(version, type_, seq, bytes(body[4:-2]))
+
+
+def decode_frame(frame: Frame) -> Received | Rejected:
+    """Check a CRC-valid frame's version, type, seq rule and payload layout.  Never raises."""
+    if frame.version != PROTOCOL_VERSION:
+        return Rejected(NakReason.BAD_VERSION, f"protocol version {frame.version} is not {PROTOCOL_VERSION}", frame)
+    try:
+        mtype = MsgType(frame.type)
+    except ValueError:
+        return Rejected(NakReason.UNKNOWN_TYPE, f"unknown message type 0x{frame.type:02X}", frame)
+    if (mtype in SEQUENCED_TYPES) != (frame.seq != 0):
+        want = "1..65535" if mtype in SEQUENCED_TYPES else "0"
+        return Rejected(NakReason.BAD_PAYLOAD, f"{mtype.name} must have seq {want}, got {frame.seq}", frame)
+    try:
+        message = MESSAGE_CLASSES[mtype].parse(frame.payload)
+    except ProtocolError as exc:
+        return Rejected(NakReason.BAD_PAYLOAD, f"{mtype.name}: {exc}", frame)
+    return Received(frame.seq, message)
+
+
+def decode_one(encoded: bytes) -> Received | Rejected:
+    """:func:`parse_frame` then :func:`decode_frame`.  Never raises."""
+    f = parse_frame(encoded)
+    return f if isinstance(f, Rejected) else decode_frame(f)
+
+
+class FrameDecoder:
+    """Streaming receiver: feed it bytes as they arrive, get back whole frames.
+
+    ``feed(data) -> list[Received | Rejected]``.  Bytes are split on 0x00; empty frames (two
+    0x00 in a row, or line idle fill) are skipped silently; a run of more than
+    :data:`MAX_ENCODED` bytes without a 0x00 is discarded up to the next 0x00 and reported once as
+    a BAD_FRAME.  Never raises on any input bytes (property-tested in
+    tests/test_firmware_protocol.py).
+    """
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._overlong = False
+
+    def reset(self) -> None:
+        """Forget any partial frame (call after a reconnect)."""
+        self._buf.clear()
+        self._overlong = False
+
+    def feed(self, data: bytes) -> list[Received | Rejected]:
+        out: list[Received | Rejected] = []
+        parts = bytes(data).split(b"\x00")
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if not self._overlong:
+                self._buf += part
+                if len(self._buf) > MAX_ENCODED:
+                    self._overlong = True
+                    self._buf.clear()
+            if last:
+                break
+            # a 0x00 ends the current frame
+            if self._overlong:
+                out.append(Rejected(NakReason.BAD_FRAME, f"more than {MAX_ENCODED} bytes without a frame delimiter"))
+                self._overlong = False
+            elif self._buf:
+                out.append(decode_one(bytes(self._buf)))
+            self._buf.clear()
+        return out
