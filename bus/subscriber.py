@@ -84,6 +84,7 @@ class RollSubscriber:
         self._next = applied + 1          # next sequence number to deliver
         self._head = applied              # highest sequence number known to exist
         self._pending: dict[int, dict] = {}
+        self._contig = applied            # next.._contig are all in _pending (or delivered)
         self._req_at: float | None = None  # time of the outstanding replay request
         self._closed = False
         self.last_heartbeat: float | None = None
@@ -96,9 +97,14 @@ class RollSubscriber:
         self._dealer = self._client_socket(zmq.DEALER, server_public, public, secret)
         self._dealer.setsockopt(zmq.SNDHWM, 1000)
         self._dealer.connect(cfg.replay_endpoint)
+        watch = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH \
+            | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_DISCONNECTED
+        self._mon_dealer = self._dealer.get_monitor_socket(watch)
+        self._mon_sub = self._sub.get_monitor_socket(watch)
+        self._auth_warned = 0.0
         self._poller = zmq.Poller()
-        self._poller.register(self._sub, zmq.POLLIN)
-        self._poller.register(self._dealer, zmq.POLLIN)
+        for s in (self._sub, self._dealer, self._mon_dealer, self._mon_sub):
+            self._poller.register(s, zmq.POLLIN)
         self._request_replay()  # subscribed first, now replay what we missed
 
     # -- state file -------------------------------------------------------------------------
@@ -165,7 +171,7 @@ class RollSubscriber:
                 self.stats["delivered"] += 1
                 return env
             now = time.monotonic()
-            if self._head >= self._next and (self._req_at is None or now - self._req_at >= self.cfg.replay_timeout_s):
+            if self._head > self._contig and (self._req_at is None or now - self._req_at >= self.cfg.replay_timeout_s):
                 self._request_replay()
             remaining = deadline - now
             if remaining <= 0:
@@ -175,6 +181,9 @@ class RollSubscriber:
                 self._drain_live()
             if self._dealer in events:
                 self._drain_replay()
+            for mon in (self._mon_dealer, self._mon_sub):
+                if mon in events:
+                    self._drain_monitor(mon)
 
     def ack(self, seq: int) -> None:
         """Acknowledge that every message up to ``seq`` has been durably applied (cumulative).
@@ -199,8 +208,10 @@ class RollSubscriber:
         if self._closed:
             return
         self._closed = True
-        self._sub.close()
-        self._dealer.close()
+        for sock in (self._sub, self._dealer):
+            sock.disable_monitor()
+        for sock in (self._mon_sub, self._mon_dealer, self._sub, self._dealer):
+            sock.close()
         self._ctx.term()
         self._state.close()
 
@@ -221,8 +232,10 @@ class RollSubscriber:
             pass  # acks are cumulative: the next one carries this one
 
     def _request_replay(self) -> None:
+        """Ask for everything after the contiguous run we hold (the first missing seq)."""
+        self._contig = max(self._contig, self._next - 1)
         try:
-            self._dealer.send_multipart([REQ_REPLAY, json.dumps({"from": self._next}).encode()], zmq.NOBLOCK)
+            self._dealer.send_multipart([REQ_REPLAY, json.dumps({"from": self._contig + 1}).encode()], zmq.NOBLOCK)
         except zmq.Again:
             pass
         self._req_at = time.monotonic()
@@ -275,7 +288,11 @@ class RollSubscriber:
             if seq > top:
                 return  # will come again by replay
             del self._pending[top]
+            self._contig = min(self._contig, top - 1)
         self._pending[seq] = env
+        self._contig = max(self._contig, self._next - 1)
+        while self._contig + 1 in self._pending:
+            self._contig += 1
 
     def _drain_live(self) -> None:
         for _ in range(1000):
@@ -293,6 +310,40 @@ class RollSubscriber:
                 self._reject("malformed", f"live: frame topic {frames[0][:64]!r} != envelope topic {env['topic']!r}")
                 continue
             self._offer(env, "live")
+
+    def _drain_monitor(self, mon: zmq.Socket) -> None:
+        """Connection events: after a (re)connection to the replay endpoint, re-send the replay
+        request and the last ack at once (a restarted table lost the outstanding request);
+        log handshake failures (this subscriber's key is not in the table's allow-list, or
+        the table is not the one whose key we hold)."""
+        from zmq.utils.monitor import recv_monitor_message
+
+        for _ in range(100):
+            try:
+                ev = recv_monitor_message(mon, zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            kind = ev["event"]
+            which = "replay" if mon is self._mon_dealer else "live"
+            if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                log.info("bus: %s connection to table %s authenticated", which, self.cfg.table_id)
+                if mon is self._mon_dealer:
+                    self._request_replay()
+                    self._send_ack()
+            elif kind in (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
+                          zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL):
+                self.stats["auth_failures"] = self.stats.get("auth_failures", 0) + 1
+                now = time.monotonic()
+                if now - self._auth_warned > 10:
+                    self._auth_warned = now
+                    log.warning("bus: CURVE handshake with %s endpoint %s failed (event %d): is key %r in "
+                                "the table's allow-list, and is %r the table's key?", which,
+                                ev.get("endpoint"), kind, self.cfg.subscriber_key, self.cfg.table_key)
+                    if self._on_alarm is not None:
+                        try:
+                            self._on_alarm("auth_failed", {"endpoint": which})
+                        except Exception:
+                            log.exception("bus alarm callback failed")
 
     def _drain_replay(self) -> None:
         for _ in range(100):
@@ -326,13 +377,11 @@ class RollSubscriber:
                 if env is not None:
                     self.stats["replayed"] += 1
                     self._offer(env, "replay")
-            if type(first) is int and type(start) is int and start == self._next and first > self._next \
-                    and self._next not in self._pending:
-                msg = (f"table {self.cfg.table_id} no longer holds seq {self._next}..{first - 1} "
+            missing = max(self._contig, self._next - 1) + 1
+            if type(first) is int and type(start) is int and start <= missing < first:
+                msg = (f"table {self.cfg.table_id} no longer holds seq {missing}..{first - 1} "
                        f"(its journal starts at {first})")
                 log.critical("bus: %s", msg)
                 if self._on_alarm is not None:
-                    self._on_alarm("gap_lost", {"from": self._next, "first": first})
+                    self._on_alarm("gap_lost", {"from": missing, "first": first})
                 raise BusError(msg)
-            if self._acked and self.journal_id is not None and start == self._next:
-                self._send_ack()  # re-tell a restarted table what we hold

@@ -1,0 +1,172 @@
+"""Roll bus with real processes: SIGKILL of subscriber and publisher, unauthorised peers.
+
+The soak runs ``python -m bus.soak publish`` (the table) and ``python -m bus.soak settle`` (a
+settlement stand-in that records each applied seq in SQLite) and kills them with SIGKILL: the
+subscriber every 500 applied rolls, the publisher every 700 journalled rolls. At the end the
+settlement holds exactly the rolls 1..N, in order, each once.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import zmq
+
+from bus.config import BusConfig
+from bus.keys import generate_keys
+from bus.publisher import RollPublisher
+from bus.subscriber import RollSubscriber
+
+SOAK_ROLLS = int(os.environ.get("BUS_SOAK_ROLLS", "10000"))
+
+
+def _spawn(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bus.soak", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+def _count(db: Path, sql: str) -> int:
+    if not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            row = conn.execute(sql).fetchone()
+            return int(row[0] or 0) if row else 0
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:  # table not created yet
+        return 0
+
+
+@pytest.mark.slow
+def test_soak_sigkill_subscriber_and_publisher(tmp_path: Path):
+    n = SOAK_ROLLS
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.1, replay_timeout_s=0.5)
+    cfg_file = tmp_path / "bus.json"
+    cfg_file.write_text(cfg.model_dump_json())
+    db = tmp_path / "applied.sqlite"
+    pub_args = ("publish", "--config", str(cfg_file), "--count", str(n), "--rate", "700")
+    sub_args = ("settle", "--config", str(cfg_file), "--db", str(db), "--count", str(n), "--timeout", "120")
+    pub, sub = _spawn(*pub_args), _spawn(*sub_args)
+    kills = {"publisher": 0, "subscriber": 0}
+    next_pub_kill, next_sub_kill = 700, 500
+    deadline = time.monotonic() + 150
+    try:
+        while time.monotonic() < deadline:
+            journalled = _count(cfg.journal_path, "SELECT value FROM meta WHERE key='last_seq'")
+            applied = _count(db, "SELECT COUNT(*) FROM applied")
+            if journalled >= next_pub_kill and next_pub_kill < n:
+                _kill(pub)
+                kills["publisher"] += 1
+                next_pub_kill += 700
+                pub = _spawn(*pub_args)
+            if applied >= next_sub_kill and next_sub_kill < n:
+                _kill(sub)
+                kills["subscriber"] += 1
+                next_sub_kill += 500
+                sub = _spawn(*sub_args)
+            if sub.poll() is not None:
+                break
+            time.sleep(0.01)
+        rc = sub.wait(timeout=5)
+        err = sub.stderr.read().decode(errors="replace")
+    finally:
+        _kill(sub)
+        _kill(pub)
+    assert rc == 0, err[-2000:]
+    conn = sqlite3.connect(str(db))
+    rows = conn.execute("SELECT seq, n FROM applied ORDER BY t_applied_ns").fetchall()
+    violations = conn.execute("SELECT what, seq FROM violations").fetchall()
+    conn.close()
+    assert violations == []
+    assert [s for s, _ in rows] == list(range(1, n + 1))       # in order of application, each once
+    assert [v for _, v in rows] == list(range(1, n + 1))       # the roll published under that seq
+    assert kills["subscriber"] == (n - 1) // 500 and kills["publisher"] == (n - 1) // 700
+
+
+def _receive_all(sub: RollSubscriber, seconds: float) -> list[dict]:
+    out, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        env = sub.receive(0.1)
+        if env is not None:
+            out.append(env)
+    return out
+
+
+def test_unauthorised_subscribers_receive_nothing(tmp_path: Path):
+    """A subscriber whose CURVE key is not in the allow-list, and a plain (no CURVE) SUB
+    socket, get nothing on the live or replay endpoint while the authorised one gets all."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.1)
+    generate_keys(cfg.keys_dir, "intruder")  # a valid key pair, never authorised
+    intruder_cfg = cfg.model_copy(update={"subscriber_key": "intruder"})
+    ctx = zmq.Context()
+    plain = ctx.socket(zmq.SUB)
+    plain.setsockopt(zmq.SUBSCRIBE, b"")
+    plain.connect(cfg.pub_endpoint)
+    plain_dealer = ctx.socket(zmq.DEALER)
+    plain_dealer.connect(cfg.replay_endpoint)
+    pub = subprocess.Popen([sys.executable, "-m", "bus.soak", "publish", "--config", str(_dump(cfg, tmp_path)),
+                            "--count", "50", "--rate", "50", "--linger", "10"], start_new_session=True,
+                           stderr=subprocess.DEVNULL)
+    try:
+        alarms = []
+        with RollSubscriber(intruder_cfg, tmp_path / "intruder.sqlite",
+                            on_alarm=lambda c, d: alarms.append(c)) as bad, \
+                RollSubscriber(cfg, tmp_path / "good.sqlite") as good:
+            plain_dealer.send_multipart([b"REPLAY", b'{"from": 1}'])
+            good_got, bad_got = [], []
+            end = time.monotonic() + 8
+            while len(good_got) < 50 and time.monotonic() < end:
+                env = good.receive(0.05)
+                if env is not None:
+                    good_got.append(env["seq"])
+                    good.ack(env["seq"])
+                env = bad.receive(0.0)
+                if env is not None:
+                    bad_got.append(env)
+            bad_got += _receive_all(bad, 0.5)
+            assert good_got == list(range(1, 51))
+            assert bad_got == [] and bad.stats["heartbeats"] == 0 and bad.stats["replayed"] == 0
+            assert bad.stats.get("auth_failures", 0) >= 1 and "auth_failed" in alarms
+        assert plain.poll(200) == 0 and plain_dealer.poll(200) == 0
+    finally:
+        _kill(pub)
+        plain.close(0)
+        plain_dealer.close(0)
+        ctx.term()
+
+
+def test_subscriber_refuses_impostor_table(tmp_path: Path):
+    """A server with a different CURVE key at the table's endpoint (an impostor table) fails
+    the subscriber's handshake: nothing is received."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.1)
+    fake = tmp_path / "fake-keys"
+    generate_keys(fake, "table")
+    generate_keys(fake, "settlement", force=False)
+    (fake / "authorized").mkdir()
+    (fake / "authorized" / "settlement.key").write_bytes((cfg.keys_dir / "settlement.key").read_bytes())
+    impostor_cfg = cfg.model_copy(update={"keys_dir": fake, "journal_path": tmp_path / "fake.sqlite"})
+    with RollPublisher(impostor_cfg) as impostor:
+        impostor.publish("roll", {"n": 1})
+        with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+            got = _receive_all(sub, 1.5)
+            assert got == [] and sub.stats["heartbeats"] == 0 and sub.stats["replayed"] == 0
+
+
+def _dump(cfg: BusConfig, tmp_path: Path) -> Path:
+    p = tmp_path / "cfg.json"
+    p.write_text(cfg.model_dump_json())
+    return p
