@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from camera.sources import CameraConfig
 from controller.lamps import LAMP_NAMES
 from controller.policy import Policy, policy_from_mapping
 
@@ -59,33 +60,6 @@ class TableSection(_Section):
         if not _ID.match(v):
             raise ValueError(f"must be 1-64 characters of letters, digits, '.', '_', '-': {v!r}")
         return v
-
-
-class SourceSection(_Section):
-    """``[source]``: where frames come from (``--source`` on the command line overrides ``kind``).
-
-    Attributes:
-        kind: ``"sim"`` (simulated table), ``"replay"`` (folder of photos or a video file),
-            ``"usb"`` (USB camera), ``"picamera2"`` (Raspberry Pi camera).
-        path: the replay folder or video file (``kind = "replay"``).
-        usb_index: the USB camera index (``/dev/videoN``).
-        fps: frames per second (replay pacing, simulator frame rate, camera request).
-        width, height: frame size in pixels requested from the simulator and cameras.
-        scenario: the simulator scenario (``"natural"``, ``"cocked-on-chips"``, ...).
-        seed: the simulator seed.
-        realtime: pace replay and simulator frames at ``fps`` in wall time (``false``: as fast
-            as they are computed, for tests and the demo).
-    """
-
-    kind: Literal["sim", "replay", "usb", "picamera2"] = "sim"
-    path: Path | None = None
-    usb_index: int = Field(0, ge=0, le=63)
-    fps: float = Field(30.0, gt=0, le=240)
-    width: int = Field(1280, ge=64, le=8192)
-    height: int = Field(720, ge=64, le=8192)
-    scenario: str = "natural"
-    seed: int = Field(0, ge=0)
-    realtime: bool = False
 
 
 class VisionSection(_Section):
@@ -271,10 +245,14 @@ class SettlementSection(_Section):
 
 
 class TableConfig(_Section):
-    """The whole ``table.toml``. ``bus.table_id`` defaults to ``table.id``."""
+    """The whole ``table.toml``. ``bus.table_id`` defaults to ``table.id``.
+
+    ``[camera]`` is :class:`camera.sources.CameraConfig` (frame source and camera settings) and
+    ``[bus]`` is :class:`bus.config.BusConfig`; the other sections are defined here.
+    """
 
     table: TableSection = Field(default_factory=TableSection)
-    source: SourceSection = Field(default_factory=SourceSection)
+    camera: CameraConfig = Field(default_factory=CameraConfig)
     vision: VisionSection = Field(default_factory=VisionSection)
     rules: RulesSection = Field(default_factory=RulesSection)
     bus: BusConfig = Field(default_factory=BusConfig)

@@ -4,7 +4,7 @@ Phases (``RollLifecycle.phase``)::
 
     settling --rest--> waiting | decided          (start-up, and after a timed-out throw)
     waiting  --motion--> in-motion                (a throw from an empty table; bets closed)
-    in-motion --N still frames--> [read] -> verdict -> decided | waiting
+    in-motion --N still frames--> [read] -> verdict -> decided
     in-motion --timeout--> verdict "not-at-rest" -> settling
     decided  --motion--> clearing                 (dice picked up, or thrown again)
     clearing --N still frames--> [read] -> waiting (table empty)
@@ -16,7 +16,12 @@ for ``still_frames`` consecutive frames. Motion is frame differencing on a downs
 grey image (:class:`MotionDetector`). A throw from an empty table (or after :meth:`arm`) that
 is not at rest within ``rest_timeout_s`` is a no roll (``not-at-rest``, 5324.52(k)(2)(vi)).
 Motion after a verdict is not timed: it is usually the stickperson collecting the dice
-(5324.52(h)(2)); an automated rig calls :meth:`RollLifecycle.arm` when it throws.
+(5324.52(h)(2)); an automated rig calls :meth:`RollLifecycle.arm` when it throws. This holds
+after a verdict that saw no dice too (both dice off the table, or dice the reader could not
+find): the next rest on an empty table is "cleared", not a second throw, so a die the reader
+missed never turns its pick-up into a spurious no roll. The price: a throw that directly
+follows a verdict without an empty table in between is not timed, and a second "both dice off
+the table" in a row is taken for the table being cleared.
 
 The state machine takes only times and booleans, and the scenes the caller read; it does no
 I/O and holds no frames.
@@ -281,21 +286,23 @@ class RollLifecycle:
             raise RuntimeError(f"on_read called in phase {self.phase!r}, not after a 'read' step")
         origin, self._reading_from, self._still = self._reading_from, None, 0
         if origin == IN_MOTION:
-            self._decided(scene)
+            self._scene, self.phase = tuple(scene), DECIDED
             return READ_VERDICT
         if origin == SETTLING:
-            self._decided(scene)
+            self._scene, self.phase = tuple(scene), (DECIDED if scene else WAITING)
             return READ_SETTLED
         # clearing
         if not scene:
-            self._decided(scene)
+            self._scene, self.phase = (), WAITING
             return READ_CLEARED
         if same_scene(scene, self._scene, self.same_tolerance_px):
             self.phase = DECIDED
             return READ_UNCHANGED
-        self._decided(scene)
+        self._scene, self.phase = tuple(scene), DECIDED
         return READ_VERDICT
 
-    def _decided(self, scene: Scene) -> None:
-        self._scene = tuple(scene)
-        self.phase = DECIDED if scene else WAITING
+    def retry_read(self) -> None:
+        """The read after a ``"read"`` step failed (reader error): go back to waiting for rest,
+        so that the next ``still_frames`` still frames ask for a read again."""
+        if self.phase == "reading" and self._reading_from is not None:
+            self.phase, self._reading_from, self._still = self._reading_from, None, 0

@@ -1,0 +1,343 @@
+"""The table service loop: frame source -> vision -> roll lifecycle -> verdict -> game -> bus -> lamps.
+
+:class:`TableService` is given every edge (a frame source, a dice reader, a publisher, a lamp
+controller, a state store) and owns none of their I/O choices: the command line
+(controller/service_cli.py) builds them from config. For each frame:
+
+1. the motion detector says whether anything moved inside the table area;
+2. the roll lifecycle (controller/lifecycle.py) says "throw started", "read now" or "timed out";
+3. at rest the dice are read (``vision.reader.read_dice``), placed in zones, and decided by the
+   jurisdiction policy (controller/verdict.py);
+4. a valid roll advances the game (controller/game.py); the new state and the roll message
+   are committed to SQLite in one transaction (controller/store.py), then published on the bus
+   under topic ``"roll"`` and marked published. Verdicts committed but not published (a crash in
+   between) are published first on the next start;
+5. the lamps are brought to the new state (controller/lamps.py).
+
+Messages: docs/messages.md. Heartbeats come from the bus publisher's own thread while idle.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Protocol, Sequence
+
+import cv2
+import numpy as np
+
+from camera.base import Frame, FrameError, FrameSource
+from controller.game import GameState, advance, new_shooter
+from controller.lamps import LampController
+from controller.lifecycle import (READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT, MotionDetector,
+                                  RollLifecycle, SceneDie)
+from controller.policy import NY_5324, Policy
+from controller.store import StateStore
+from controller.verdict import DieObservation, ThrowFacts, Verdict, decide
+from vision.types import DieReading
+
+log = logging.getLogger("controller.service")
+
+Reader = Callable[[np.ndarray], Sequence[DieReading]]
+
+
+class Publisher(Protocol):
+    """What the service needs of the bus (``bus.publisher.RollPublisher`` is one)."""
+
+    def publish(self, topic: str, body: dict) -> dict:
+        """Send one message; return the envelope (with ``"seq"``)."""
+        ...
+
+    def close(self) -> None:
+        """Release the sockets."""
+        ...
+
+
+def frame_sha256(image: np.ndarray) -> str:
+    """SHA-256 (hex) of a frame's pixels: the C-ordered ``uint8`` bytes of the ``(H, W, 3)`` BGR
+    or ``(H, W)`` array, as received from the source. Recomputing it over a stored frame proves
+    which frame decided a roll."""
+    return hashlib.sha256(np.ascontiguousarray(image).tobytes()).hexdigest()
+
+
+def polygon_from_zones(zones: dict, homography: np.ndarray, name: str = "playing") -> list[tuple[float, float]] | None:
+    """Project a zone polygon in table millimetres to frame pixels.
+
+    Args:
+        zones: zone name -> polygon ``[(x_mm, y_mm), ...]`` (``SimSource.table_zones``).
+        homography: 3x3 float64, pixels -> table mm (``SimSource.homography``).
+        name: the zone.
+
+    Returns:
+        the polygon in pixels, or ``None`` when the zone is absent or the homography singular.
+    """
+    poly = zones.get(name) if zones else None
+    if not poly or homography is None:
+        return None
+    try:
+        inv = np.linalg.inv(np.asarray(homography, dtype=np.float64))
+    except np.linalg.LinAlgError:
+        return None
+    pts = cv2.perspectiveTransform(np.asarray(poly, dtype=np.float64).reshape(-1, 1, 2), inv).reshape(-1, 2)
+    return [(float(x), float(y)) for x, y in pts]
+
+
+def source_table_area(source: object) -> list[tuple[float, float]] | None:
+    """The "playing" polygon in pixels of a source that knows its table (the simulator), else
+    ``None``. Reads ``table_zones`` and ``homography`` (attributes or methods)."""
+    zones = getattr(source, "table_zones", None)
+    hom = getattr(source, "homography", None)
+    zones = zones() if callable(zones) else zones
+    hom = hom() if callable(hom) else hom
+    if not zones or hom is None:
+        return None
+    return polygon_from_zones(zones, hom)
+
+
+@dataclass
+class ServiceStats:
+    """Counters and timings of a service run.
+
+    Attributes:
+        frames: frames processed.
+        verdicts: verdicts published, by kind.
+        latencies_s: wall seconds from the deciding frame's arrival to its message published
+            (the last 10,000).
+        faults: faults seen (reader or source errors).
+    """
+
+    frames: int = 0
+    verdicts: dict[str, int] = field(default_factory=lambda: {"roll": 0, "no-roll": 0, "boxperson": 0})
+    latencies_s: deque = field(default_factory=lambda: deque(maxlen=10_000))
+    faults: int = 0
+
+    @property
+    def total_verdicts(self) -> int:
+        """All verdicts published."""
+        return sum(self.verdicts.values())
+
+
+class TableService:
+    """One table's service (see the module docstring).
+
+    Args:
+        table_id: the table id (roll ids are ``TABLE-NNNNNNNN``).
+        store: the game state store (resumes the game).
+        publisher: the bus publisher.
+        lamps: the lamp controller.
+        reader: ``read_dice``-like: image -> readings.
+        lifecycle: the roll lifecycle state machine.
+        motion: the motion detector (its area is the table area).
+        policy: the jurisdiction policy.
+        min_confidence: see ``[vision] min_confidence``.
+        min_presence: see ``[vision] min_presence``.
+        area: the table area polygon in pixels (``None``: the whole frame).
+        on_message: ``callback(topic, body, envelope)`` after each publish (demo printing, tests).
+    """
+
+    def __init__(self, *, table_id: str, store: StateStore, publisher: Publisher, lamps: LampController,
+                 reader: Reader, lifecycle: RollLifecycle, motion: MotionDetector, policy: Policy = NY_5324,
+                 min_confidence: float = 0.8, min_presence: float = 0.3,
+                 area: Sequence[tuple[float, float]] | None = None,
+                 on_message: Callable[[str, dict, dict], None] | None = None) -> None:
+        self.table_id = table_id
+        self.store = store
+        self.publisher = publisher
+        self.lamps = lamps
+        self.reader = reader
+        self.lifecycle = lifecycle
+        self.motion = motion
+        self.policy = policy
+        self.min_confidence = float(min_confidence)
+        self.min_presence = float(min_presence)
+        self.area = None if area is None else np.asarray(area, dtype=np.float32).reshape(-1, 1, 2)
+        self.on_message = on_message
+        self.stats = ServiceStats()
+        self._fault = False
+        self._started = False
+        self._now = 0.0
+
+    # --- life ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Publish what a previous run committed but did not publish, then a ``"state"``
+        message (``event: "start"``) with the resumed game, and set the lamps."""
+        if self._started:
+            return
+        self._started = True
+        for body in self.store.unpublished():
+            log.warning("publishing verdict %s committed before a restart", body.get("roll_id"))
+            self._publish_verdict_body(body)
+        self._publish("state", {"event": "start", "game": self._game_json(self.store.state)})
+        self.lamps.update(self.store.state, self.lifecycle.phase, now=self._now)
+
+    def run(self, source: FrameSource, *, max_verdicts: int | None = None,
+            should_stop: Callable[[], bool] | None = None) -> ServiceStats:
+        """Process ``source``'s frames until it ends, ``max_verdicts`` verdicts were published,
+        or ``should_stop()`` returns true.
+
+        Raises:
+            camera.base.FrameError: the source failed (an alarm is published first).
+        """
+        self.start()
+        target = None if max_verdicts is None else self.stats.total_verdicts + max_verdicts
+        try:
+            for frame in source.frames():
+                self.process(frame)
+                if target is not None and self.stats.total_verdicts >= target:
+                    break
+                if should_stop is not None and should_stop():
+                    break
+        except FrameError as exc:
+            self._raise_fault("source", str(exc))
+            raise
+        return self.stats
+
+    def relinquish(self, compulsory: bool = False) -> GameState:
+        """The shooter passes the dice (voluntary) or is ordered to (compulsory): the next
+        shooter takes over; published as a ``"state"`` message (``event: "new-shooter"``).
+        9 NYCRR 5324.52(i)(1), (i)(3); N.J.A.C. 13:69F-1.11(a), (c)."""
+        state = new_shooter(self.store.state)
+        self.store.commit(state, None)
+        self._publish("state", {"event": "new-shooter", "cause": "compulsory" if compulsory else "voluntary",
+                                "game": self._game_json(state)})
+        return state
+
+    def close(self) -> None:
+        """Lamps off (safe state) and their driver closed, store closed. The publisher and the
+        source belong to the caller."""
+        try:
+            self.lamps.all_off()
+            self.lamps.driver.close()
+        finally:
+            self.store.close()
+
+    # --- per frame ----------------------------------------------------------------------------
+
+    def process(self, frame: Frame) -> dict | None:
+        """Take one frame through the pipeline.
+
+        Returns:
+            the roll body published for this frame, or ``None``.
+        """
+        arrived = time.perf_counter()
+        self.stats.frames += 1
+        self._now = float(frame.t)
+        try:
+            moving = self.motion.moving(frame.image)
+        except FrameError as exc:
+            self._raise_fault("frame", str(exc))
+            return None
+        step = self.lifecycle.on_frame(frame.t, moving)
+        body = None
+        if step.kind == STEP_THROW:
+            self.lamps.throw_started()
+        elif step.kind == STEP_TIMEOUT:
+            verdict = decide([], ThrowFacts(timed_out=True), policy=self.policy, min_confidence=self.min_confidence)
+            body = self._commit_and_publish(verdict, frame, arrived)
+        elif step.kind == STEP_READ:
+            body = self._read(frame, arrived)
+        self.lamps.update(self.store.state, self.lifecycle.phase, now=frame.t)
+        return body
+
+    def _read(self, frame: Frame, arrived: float) -> dict | None:
+        try:
+            readings = list(self.reader(frame.image))
+        except Exception as exc:  # noqa: BLE001 - any reader failure is a fault, never a verdict
+            log.exception("dice reader failed on frame %d of %s", frame.index, frame.source)
+            self.lifecycle.retry_read()
+            self._raise_fault("reader", f"{type(exc).__name__}: {exc}")
+            return None
+        if self._fault:
+            self._fault = False
+            self.lamps.set_fault(False)
+        observations = self._observe(readings)
+        scene = tuple(SceneDie(o.reading.value, float(o.reading.centre[0]), float(o.reading.centre[1]))
+                      for o in observations)
+        if self.lifecycle.on_read(scene) != READ_VERDICT:
+            return None
+        verdict = decide(observations, ThrowFacts(), policy=self.policy, min_confidence=self.min_confidence)
+        return self._commit_and_publish(verdict, frame, arrived)
+
+    def _observe(self, readings: Iterable[DieReading]) -> list[DieObservation]:
+        """Readings -> observations: drop non-dice (no value, confidence < min_presence), place
+        each die in the playing area or outside it by its centre."""
+        out = []
+        for r in readings:
+            if r.value is None and r.confidence < self.min_presence:
+                continue
+            zone = "playing"
+            if self.area is not None:
+                inside = cv2.pointPolygonTest(self.area, (float(r.centre[0]), float(r.centre[1])), False)
+                zone = "playing" if inside >= 0 else "outside"
+            out.append(DieObservation(r, zone=zone))
+        return out
+
+    # --- verdict -> state -> bus --------------------------------------------------------------
+
+    def _commit_and_publish(self, verdict: Verdict, frame: Frame, arrived: float) -> dict:
+        before = self.store.state
+        if verdict.kind == "roll" and verdict.dice is not None:
+            after, outcome = advance(before, verdict.dice)
+        else:
+            after, outcome = before, None
+        n = self.store.verdict_count + 1
+        body = {
+            "roll_id": f"{self.table_id}-{n:08d}",
+            "verdict": verdict.kind,
+            "reason": None if verdict.reason is None else verdict.reason.value,
+            "citation": None if verdict.reason is None else verdict.reason.citation,
+            "dice": None if verdict.dice is None else list(verdict.dice),
+            "total": verdict.total,
+            "game": {
+                "shooter": before.shooter,
+                "shooter_roll": before.shooter_roll + (1 if outcome is not None else 0),
+                "come_out": before.come_out,
+                "point": after.point,
+                "puck": after.puck,
+                "outcome": outcome,
+                "next_shooter": after.shooter,
+            },
+            "irregularities": [r.value for r in verdict.irregularities],
+            "readings": [{**o.reading.to_json(), "zone": o.zone} for o in verdict.observations],
+            "policy": self.policy.name,
+            "frame": {"index": frame.index, "source": frame.source, "t": round(float(frame.t), 4),
+                      "width": int(frame.image.shape[1]), "height": int(frame.image.shape[0])},
+            "frame_sha256": frame_sha256(frame.image),
+            "decision": None,
+        }
+        self.store.commit(after, body)
+        self._publish_verdict_body(body)
+        self.stats.verdicts[verdict.kind] = self.stats.verdicts.get(verdict.kind, 0) + 1
+        self.stats.latencies_s.append(time.perf_counter() - arrived)
+        self.lamps.verdict(verdict.kind, frame.t)
+        log.info("verdict %s %s %s", body["roll_id"], verdict.kind, body["reason"] or body["dice"])
+        return body
+
+    def _publish_verdict_body(self, body: dict) -> None:
+        env = self._publish("roll", body)
+        self.store.mark_published(body["roll_id"], env.get("seq") if isinstance(env, dict) else None)
+
+    def _publish(self, topic: str, body: dict) -> dict:
+        env = self.publisher.publish(topic, body)
+        if self.on_message is not None:
+            self.on_message(topic, body, env)
+        return env
+
+    def _raise_fault(self, where: str, message: str) -> None:
+        self.stats.faults += 1
+        self._fault = True
+        self.lamps.set_fault(True)
+        self.lamps.update(self.store.state, self.lifecycle.phase, now=self._now)
+        try:
+            self._publish("alarm", {"code": f"{where}-fault", "message": message[:500]})
+        except Exception:  # noqa: BLE001 - an alarm that cannot be sent is logged, not raised
+            log.exception("could not publish the alarm %s-fault", where)
+
+    @staticmethod
+    def _game_json(state: GameState) -> dict:
+        return {"shooter": state.shooter, "shooter_roll": state.shooter_roll, "come_out": state.come_out,
+                "point": state.point, "puck": state.puck, "rolls": state.rolls,
+                "points_made": list(state.points_made)}

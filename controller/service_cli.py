@@ -1,0 +1,225 @@
+"""``craps-table run`` and ``craps-table demo``: build the table service from config and run it.
+
+``craps-table run --config config/table.toml [--source sim | replay:PATH | usb:N | picamera2]``
+    the long-running service (stops at the end of a replay, on SIGTERM / Ctrl-C, or after
+    ``--max-verdicts``). Exit status 0; 2 for a bad config key or value, a bad ``--source`` or
+    missing bus keys; 1 when the frame source fails.
+
+``craps-table demo [--rolls N]``
+    the service on the simulated table (or, where the simulator is not available, a replay of
+    dice photos) with a settlement subscriber in a thread; prints one line per roll and per
+    settled wager and exits 0 after N verdicts. Needs no setup: state, journal and keys go to a
+    temporary directory, the bus runs on ipc:// sockets in it. See controller/demo.py.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from camera.base import FrameError, FrameSource
+from controller.config import ConfigError, TableConfig, load_config
+from controller.lamps import GpioLampDriver, LampController, LampDriver, NullLampDriver
+from controller.lifecycle import MotionDetector, RollLifecycle
+from controller.service import TableService, source_table_area
+from controller.store import StateStore, StoreError
+
+log = logging.getLogger("controller.service_cli")
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = REPO / "config" / "table.toml"
+
+_PIN_FACTORIES = {
+    "lgpio": ("gpiozero.pins.lgpio", "LGPIOFactory"),
+    "rpigpio": ("gpiozero.pins.rpigpio", "RPiGPIOFactory"),
+    "pigpio": ("gpiozero.pins.pigpio", "PiGPIOFactory"),
+    "native": ("gpiozero.pins.native", "NativeFactory"),
+    "mock": ("gpiozero.pins.mock", "MockFactory"),
+}
+
+
+class SetupError(Exception):
+    """Something the service needs cannot be built from config (exit status 2)."""
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``craps-table run`` / ``craps-table demo``."""
+    if command == "demo":
+        parser.add_argument("--rolls", type=int, default=20, help="stop after N verdicts (default 20)")
+        parser.add_argument("--seed", type=int, default=None, help="simulator seed (default from config)")
+        parser.add_argument("--source", default=None,
+                            help="frame source instead of the simulated table: sim | replay:PATH")
+        parser.add_argument("--config", type=Path, default=None,
+                            help="table config (default: the shipped config/table.toml); its bus, "
+                                 "state and lamp settings are replaced by temporary ones")
+        parser.add_argument("--verbose", action="store_true", help="log the service's work")
+        return
+    parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="table config TOML")
+    parser.add_argument("--source", default=None,
+                        help="frame source: sim[:SCENARIO] | replay:PATH | usb:N | picamera2[:N] "
+                             "(default: [camera] source in the config)")
+    parser.add_argument("--max-verdicts", type=int, default=None, help="stop after N verdicts")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def run(command: str, args: argparse.Namespace) -> int:
+    """Run the command; returns the exit status."""
+    if command == "demo":
+        from controller.demo import run_demo
+
+        return run_demo(args)
+    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = load_config(args.config)
+        source = open_frame_source(cfg, args.source)
+    except (ConfigError, SetupError, ValueError, FrameError) as exc:
+        print(f"craps-table run: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set()) \
+        if threading.current_thread() is threading.main_thread() else None
+    try:
+        try:
+            service, publisher = build_service(cfg, source)
+        except (SetupError, StoreError) as exc:
+            print(f"craps-table run: {exc}", file=sys.stderr)
+            source.close()
+            return 2
+        try:
+            stats = service.run(source, max_verdicts=args.max_verdicts, should_stop=stop.is_set)
+        except FrameError as exc:
+            print(f"craps-table run: frame source failed: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            stats = service.stats
+        finally:
+            service.close()
+            publisher.close()
+            source.close()
+        log.info("stopped: %d frames, verdicts %s", stats.frames, stats.verdicts)
+        return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def open_frame_source(cfg: TableConfig, spec: str | None) -> FrameSource:
+    """Open the frame source named by ``spec`` (``--source``) or by ``[camera]``.
+
+    Replays are held long enough for ``[vision] still_frames``; cameras and the simulator are
+    imported only when chosen.
+
+    Raises:
+        ValueError: a malformed spec; camera.base.FrameError: a replay path that is not usable;
+        SetupError: the simulator is not available in this build.
+    """
+    from camera.sources import parse_source_spec
+
+    cam = parse_source_spec(spec, cfg.camera) if spec else cfg.camera
+    still = cfg.vision.still_frames
+    if cam.source == "replay":
+        from camera.replay import ReplaySource
+
+        if cam.replay_path is None:
+            raise ValueError("camera.replay_path: a replay needs a path (or --source replay:PATH)")
+        return ReplaySource(cam.replay_path, fps=cam.replay_fps, hold_frames=still + 6, empty_frames=still + 4)
+    if cam.source == "sim":
+        try:
+            from simulator.source import SimSource
+        except ImportError as exc:
+            raise SetupError(f"--source sim: the simulated table is not available in this build ({exc})") from None
+        return SimSource(cam.sim_scenario, seed=cam.sim_seed)
+    from camera.sources import open_source
+
+    return open_source(cam)
+
+
+def build_lamp_driver(cfg: TableConfig) -> LampDriver:
+    """The lamp driver ``[lamps]`` names.
+
+    Raises:
+        SetupError: an unusable pin factory, pins, or the firmware bridge missing.
+    """
+    lamps = cfg.lamps
+    if lamps.driver == "none":
+        return NullLampDriver()
+    if lamps.driver == "firmware":
+        try:
+            from firmware_bridge.lamps import open_firmware_lamps
+        except ImportError as exc:
+            raise SetupError(f"lamps.driver = 'firmware': the firmware bridge is not available ({exc})") from None
+        try:
+            return open_firmware_lamps(lamps.firmware_port, lamps.firmware_baud)
+        except Exception as exc:  # noqa: BLE001 - reported with the key that chose it
+            raise SetupError(f"lamps.firmware_port {lamps.firmware_port!r}: {exc}") from exc
+    factory = None
+    if lamps.pin_factory:
+        import importlib
+
+        module, name = _PIN_FACTORIES[lamps.pin_factory]
+        try:
+            factory = getattr(importlib.import_module(module), name)()
+        except Exception as exc:  # noqa: BLE001 - missing library or not a Pi
+            raise SetupError(f"lamps.pin_factory = {lamps.pin_factory!r}: {exc}") from exc
+    try:
+        return GpioLampDriver(lamps.pins, active_high=lamps.active_high, pwm=lamps.pwm,
+                              flash_on_s=lamps.flash_on_s, flash_off_s=lamps.flash_off_s, pin_factory=factory)
+    except Exception as exc:  # noqa: BLE001 - gpiozero errors name the pin
+        raise SetupError(f"lamps.pins: {exc}") from exc
+
+
+def build_publisher(cfg: TableConfig):
+    """The bus publisher for ``[bus]``.
+
+    Raises:
+        SetupError: the bus keys are missing (the message says how to make them) or an
+            endpoint cannot be bound.
+    """
+    from bus.keys import BusKeyError
+    from bus.publisher import RollPublisher
+
+    try:
+        return RollPublisher(cfg.bus, cfg.table.id)
+    except BusKeyError as exc:
+        raise SetupError(f"bus.keys_dir: {exc} (make them with `craps-table keys generate`)") from None
+    except Exception as exc:  # noqa: BLE001 - zmq / journal errors, reported with the section
+        raise SetupError(f"bus: {type(exc).__name__}: {exc}") from exc
+
+
+def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp_driver: LampDriver | None = None,
+                  reader=None, on_message=None) -> tuple[TableService, object]:
+    """Build the :class:`TableService` for ``cfg`` (edges may be passed in, e.g. by tests).
+
+    Returns:
+        ``(service, publisher)``; the caller closes both (``service.close()`` turns the lamps
+        off and closes the store).
+
+    Raises:
+        SetupError, controller.store.StoreError.
+    """
+    if reader is None:
+        from vision.reader import read_dice as reader
+    area = list(cfg.vision.table_area) or source_table_area(source)
+    driver = lamp_driver if lamp_driver is not None else build_lamp_driver(cfg)
+    store = StateStore(cfg.state.db)
+    try:
+        publisher = publisher if publisher is not None else build_publisher(cfg)
+    except SetupError:
+        store.close()
+        driver.close()
+        raise
+    v = cfg.vision
+    service = TableService(
+        table_id=cfg.table.id, store=store, publisher=publisher,
+        lamps=LampController(driver, flash_s=cfg.lamps.flash_s, brightness=cfg.lamps.brightness),
+        reader=reader,
+        lifecycle=RollLifecycle(v.still_frames, v.rest_timeout_s, v.same_die_tolerance_px),
+        motion=MotionDetector(area, threshold=v.motion_threshold, min_fraction=v.motion_min_fraction,
+                              width=v.motion_width),
+        policy=cfg.rules.build(), min_confidence=v.min_confidence, min_presence=v.min_presence,
+        area=area, on_message=on_message)
+    return service, publisher

@@ -1,0 +1,307 @@
+"""The table service end to end: frames -> verdicts -> SQLite -> bus (real sockets on loopback).
+
+Synthetic frames carry "dice" as bright squares whose grey level encodes the face value, read
+by a stand-in reader, so these tests check the service and not the dice reader. The replay test
+on shared photos uses the real reader.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from camera.base import Frame
+from controller.config import TableConfig
+from controller.lamps import NullLampDriver
+from controller.service_cli import build_service
+from vision.types import DieReading
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+TRAY = SHARED / "data" / "dice-photos" / "topdown-tray"
+
+
+class ListPublisher:
+    """Records what would go on the bus."""
+
+    def __init__(self):
+        self.sent: list[tuple[str, dict]] = []
+
+    def publish(self, topic, body):
+        self.sent.append((topic, body))
+        return {"seq": len(self.sent), "topic": topic, "body": body}
+
+    def close(self):
+        pass
+
+    def rolls(self):
+        return [b for t, b in self.sent if t == "roll"]
+
+
+def scene_image(dice, w=320, h=240):
+    img = np.full((h, w, 3), 60, np.uint8)
+    for value, x, y in dice:
+        img[y - 8:y + 8, x - 8:x + 8] = 150 + 15 * value
+    return img
+
+
+def fake_reader(image):
+    grey = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+    n, labels, st, cents = cv2.connectedComponentsWithStats((grey > 140).astype(np.uint8))
+    out = []
+    for i in range(1, n):
+        x, y, w, h, area = st[i]
+        level = float(grey[labels == i].mean())
+        value = int(round((level - 150) / 15))
+        unsure = value == 0  # grey level 150: "cannot tell"
+        out.append(DieReading(value=None if unsure else value, bbox=(x, y, x + w, y + h),
+                              centre=(float(cents[i][0]), float(cents[i][1])),
+                              confidence=0.5 if unsure else 0.99, flat=True, side_px=float(w)))
+    return out
+
+
+def throw_frames(dice, t0, fps=30.0, idle=12, motion=6, rest=14, start_index=0):
+    """Frames of one throw: empty table, dice moving in, dice at rest."""
+    frames, t, i = [], t0, start_index
+    for _ in range(idle):
+        frames.append(Frame(scene_image([]), t, i)); t += 1 / fps; i += 1
+    for k in range(motion, 0, -1):
+        frames.append(Frame(scene_image([(v, x - 6 * k, y) for v, x, y in dice]), t, i)); t += 1 / fps; i += 1
+    for _ in range(rest):
+        frames.append(Frame(scene_image(dice), t, i)); t += 1 / fps; i += 1
+    return frames, t, i
+
+
+def make_service(tmp_path, publisher, **vision):
+    cfg = TableConfig.model_validate({
+        "table": {"id": "t-test"},
+        "vision": {"still_frames": 5, "rest_timeout_s": 2.0, **vision},
+        "lamps": {"driver": "none"},
+        "state": {"db": str(tmp_path / "state.sqlite")},
+    })
+    service, _ = build_service(cfg, source=None, publisher=publisher, lamp_driver=NullLampDriver(),
+                               reader=fake_reader)
+    return service
+
+
+def run_throws(service, throws, t0=0.0):
+    t, i = t0, 0
+    bodies = []
+    service.start()
+    for dice in throws:
+        frames, t, i = throw_frames(dice, t, start_index=i)
+        for f in frames:
+            b = service.process(f)
+            if b is not None:
+                bodies.append(b)
+    return bodies, t
+
+
+def test_throws_become_rolls_and_game_state(tmp_path):
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    throws = [[(3, 100, 100), (4, 200, 120)],  # 7 natural
+              [(2, 100, 100), (2, 200, 120)],  # point 4
+              [(6, 100, 100), (5, 200, 120)],  # no decision
+              [(3, 100, 100), (1, 200, 120)],  # point made
+              [(5, 100, 100), (5, 200, 120)],  # point 10
+              [(1, 100, 100), (6, 200, 120)]]  # seven-out
+    bodies, _ = run_throws(service, throws)
+    assert [b["dice"] for b in bodies] == [[3, 4], [2, 2], [6, 5], [3, 1], [5, 5], [1, 6]]
+    assert [b["game"]["outcome"] for b in bodies] == ["natural", "point-set", "no-decision", "point-made",
+                                                       "point-set", "seven-out"]
+    assert [b["game"]["point"] for b in bodies] == [None, 4, 4, None, 10, None]
+    assert [b["game"]["puck"] for b in bodies] == ["OFF", "ON", "ON", "OFF", "ON", "OFF"]
+    assert [b["game"]["come_out"] for b in bodies] == [True, True, False, False, True, False]
+    assert [b["game"]["shooter_roll"] for b in bodies] == [1, 2, 3, 4, 5, 6]
+    assert bodies[-1]["game"]["shooter"] == 1 and bodies[-1]["game"]["next_shooter"] == 2
+    assert [b["roll_id"] for b in bodies][:2] == ["t-test-00000001", "t-test-00000002"]
+    assert pub.sent[0][0] == "state" and pub.sent[0][1]["event"] == "start"
+    # the deciding frame's hash is of the frame at rest
+    expected = hashlib.sha256(scene_image([(1, 100, 100), (6, 200, 120)]).tobytes()).hexdigest()
+    assert bodies[-1]["frame_sha256"] == expected
+    assert service.store.state.shooter == 2 and service.store.state.point is None
+    service.close()
+
+
+@pytest.mark.parametrize("dice, verdict, reason", [
+    ([(3, 100, 100)], "no-roll", "die-off-table"),
+    ([(3, 100, 100), (4, 200, 120), (6, 250, 60)], "boxperson", "extra-dice"),
+    ([(3, 100, 100), (0, 200, 120)], "boxperson", "face-unreadable"),
+])
+def test_irregular_throws_publish_reason(tmp_path, dice, verdict, reason):
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    bodies, _ = run_throws(service, [dice])
+    assert len(bodies) == 1
+    b = bodies[0]
+    assert (b["verdict"], b["reason"], b["dice"], b["total"]) == (verdict, reason, None, None)
+    assert b["citation"].startswith("9 NYCRR 5324.52(")
+    assert b["game"]["outcome"] is None and b["game"]["shooter_roll"] == 0
+    lamps = service.lamps.shown
+    assert lamps["no-roll" if verdict == "no-roll" else "call-boxperson"] == "flash"
+    service.close()
+
+
+def test_die_outside_table_area(tmp_path):
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub, table_area=[[0, 0], [250, 0], [250, 240], [0, 240]])
+    bodies, _ = run_throws(service, [[(3, 100, 100), (4, 290, 120)]])
+    assert bodies[0]["verdict"] == "no-roll" and bodies[0]["reason"] == "die-outside-area"
+    assert [r["zone"] for r in bodies[0]["readings"]] == ["playing", "outside"]
+    service.close()
+
+
+def test_throw_not_at_rest_in_time_is_a_no_roll(tmp_path):
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    service.start()
+    frames, t, i = throw_frames([], 0.0, idle=10, motion=0, rest=0)
+    rng = np.random.default_rng(1)
+    for f in frames:
+        service.process(f)
+    bodies = []
+    for k in range(100):  # 3.3 s of tumbling dice at 30 fps; timeout is 2 s
+        x = int(rng.integers(30, 290))
+        b = service.process(Frame(scene_image([(2, x, 100), (5, 320 - x, 150)]), t + k / 30, i + k))
+        if b:
+            bodies.append(b)
+    assert len(bodies) == 1 and bodies[0]["verdict"] == "no-roll" and bodies[0]["reason"] == "not-at-rest"
+    assert service.lamps.shown["no-roll"] == "flash"
+    # the dice then settle: no second verdict for the same throw
+    for k in range(20):
+        assert service.process(Frame(scene_image([(2, 50, 100), (5, 250, 150)]), t + 4 + k / 30, i + 200 + k)) is None
+    service.close()
+
+
+def test_restart_resumes_exactly_and_republishes(tmp_path):
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    bodies, t = run_throws(service, [[(2, 100, 100), (3, 200, 120)], [(6, 100, 100), (3, 200, 120)]])
+    assert bodies[-1]["game"]["point"] == 5
+    # simulate a crash between the commit and the publish of a third verdict
+    state = service.store.state
+    service.store.commit(state, {**bodies[-1], "roll_id": "t-test-00000003", "verdict": "no-roll"})
+    service.close()
+    pub2 = ListPublisher()
+    again = make_service(tmp_path, pub2)
+    assert again.store.state.point == 5 and again.store.state.shooter_roll == 2
+    bodies2, _ = run_throws(again, [[(4, 100, 100), (1, 200, 120)]], t0=t + 1)
+    assert pub2.sent[0] == ("roll", pub2.sent[0][1]) and pub2.sent[0][1]["roll_id"] == "t-test-00000003"
+    assert pub2.sent[1][1]["event"] == "start" and pub2.sent[1][1]["game"]["point"] == 5
+    assert bodies2[0]["roll_id"] == "t-test-00000004"
+    assert bodies2[0]["game"]["outcome"] == "point-made" and bodies2[0]["game"]["shooter_roll"] == 3
+    assert again.store.unpublished() == []
+    again.close()
+
+
+def test_voluntary_relinquish(tmp_path):
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    run_throws(service, [[(4, 100, 100), (4, 200, 120)]])
+    state = service.relinquish()
+    assert state.shooter == 2 and state.point == 8 and state.shooter_roll == 0
+    assert pub.sent[-1][0] == "state" and pub.sent[-1][1]["event"] == "new-shooter"
+    assert pub.sent[-1][1]["cause"] == "voluntary"
+    service.close()
+
+
+def _real_bus(tmp_path):
+    from bus.config import BusConfig
+
+    return BusConfig.local(tmp_path / "bus", transport="tcp", table_id="t-test")
+
+
+def _drain(cfg, tmp_path, want, timeout_s=10.0):
+    from bus.subscriber import RollSubscriber
+
+    got = []
+    sub = RollSubscriber(cfg, tmp_path / "sub.sqlite")
+    try:
+        deadline = time.monotonic() + timeout_s
+        while len([e for e in got if e["topic"] == "roll"]) < want and time.monotonic() < deadline:
+            env = sub.receive(timeout_s=0.5)
+            if env is not None:
+                got.append(env)
+                sub.ack(env["seq"])
+    finally:
+        sub.close()
+    return got
+
+
+def test_messages_over_the_real_bus(tmp_path):
+    from bus.publisher import RollPublisher
+
+    bus_cfg = _real_bus(tmp_path)
+    pub = RollPublisher(bus_cfg, "t-test")
+    try:
+        service = make_service(tmp_path, pub)
+        bodies, _ = run_throws(service, [[(6, 100, 100), (5, 200, 120)], [(1, 100, 100)]])
+        service.close()
+        envs = _drain(bus_cfg, tmp_path, want=2)
+    finally:
+        pub.close()
+    rolls = [e for e in envs if e["topic"] == "roll"]
+    assert [e["body"]["roll_id"] for e in rolls] == [b["roll_id"] for b in bodies]
+    assert rolls[0]["body"]["dice"] == [6, 5] and rolls[0]["body"]["game"]["outcome"] == "natural"
+    assert rolls[1]["body"]["verdict"] == "no-roll" and rolls[1]["body"]["reason"] == "die-off-table"
+    assert all(e["table_id"] == "t-test" for e in envs)
+    seqs = [e["seq"] for e in envs]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+def _labels(photo: Path) -> list[int]:
+    lab = TRAY / "labels" / (photo.stem + ".txt")
+    return sorted(int(line.split()[0]) + 1 for line in lab.read_text().split("\n") if line.strip())
+
+
+@pytest.mark.shared
+def test_replay_of_shared_photos_publishes_a_verdict_per_photo(tmp_path):
+    if not (TRAY / "images").is_dir():
+        pytest.skip(f"shared photos absent: {TRAY}")
+    from camera.replay import ReplaySource
+    from bus.publisher import RollPublisher
+    from vision.reader import read_dice
+
+    photos = sorted((TRAY / "images").glob("*.jpg"))
+    two = [p for p in photos if len(_labels(p)) == 2][:5]
+    others = [p for p in photos if len(_labels(p)) in (1, 3)][:3]
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    chosen = sorted(two + others)
+    for p in chosen:
+        (folder / p.name).symlink_to(p)
+    bus_cfg = _real_bus(tmp_path)
+    cfg = TableConfig.model_validate({"table": {"id": "t-test"}, "lamps": {"driver": "none"},
+                                      "state": {"db": str(tmp_path / "state.sqlite")}})
+    source = ReplaySource(folder, fps=30, hold_frames=cfg.vision.still_frames + 6,
+                          empty_frames=cfg.vision.still_frames + 4)
+    pub = RollPublisher(bus_cfg, "t-test")
+    try:
+        service, _ = build_service(cfg, source, publisher=pub, lamp_driver=NullLampDriver(), reader=read_dice)
+        service.run(source)
+        service.close()
+        envs = _drain(bus_cfg, tmp_path, want=len(chosen))
+    finally:
+        pub.close()
+    rolls = [e["body"] for e in envs if e["topic"] == "roll"]
+    print([(Path(b["frame"]["source"]).name, b["verdict"], b["reason"], b["frame"]["index"]) for b in rolls])
+    assert len(rolls) == len(chosen)
+    assert [Path(b["frame"]["source"]).name for b in rolls] == [p.name for p in chosen]
+    from controller.reasons import Reason
+
+    for body, photo in zip(rolls, chosen):
+        image = cv2.imread(str(photo), cv2.IMREAD_COLOR)
+        assert body["frame_sha256"] == hashlib.sha256(image.tobytes()).hexdigest()
+        assert body["verdict"] in ("roll", "no-roll", "boxperson")
+        if body["verdict"] == "roll":
+            # never a valid roll with a wrong value: only from a two-dice photo, with its values
+            assert sorted(body["dice"]) == _labels(photo), photo.name
+        else:
+            assert Reason.from_code(body["reason"]) is not None and body["dice"] is None
+    n_roll = sum(b["verdict"] == "roll" for b in rolls)
+    print(f"\nreplay: {len(chosen)} photos, {n_roll} valid rolls, "
+          f"{[b['reason'] for b in rolls if b['verdict'] != 'roll']}")
