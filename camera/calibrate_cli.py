@@ -118,6 +118,9 @@ def _write_image(path: Path, image: np.ndarray) -> None:
     try:
         if not cv2.imwrite(tmp, image):
             raise OSError(f"{path}: cannot encode an image with extension {suffix!r}")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o644 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -519,6 +519,21 @@ def _table(name: str, values: dict) -> list[str]:
     return lines
 
 
+def _keep_mode(path: Path, fd: int) -> None:
+    """Give the new file the old one's mode and owner (the service user must still read it),
+    or 0644 less the umask for a new file (``mkstemp`` makes 0600)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o644 & ~umask)
+        return
+    os.fchmod(fd, st.st_mode & 0o7777)
+    if hasattr(os, "fchown") and os.geteuid() == 0:
+        os.fchown(fd, st.st_uid, st.st_gid)
+
+
 def write_calibration(path: str | Path, cfile: CalibrationFile) -> None:
     """Write a calibration TOML atomically (a temporary file in the same folder, then rename):
     a crash leaves the old file or the new one, never half of one.
@@ -551,6 +566,7 @@ def write_calibration(path: str | Path, cfile: CalibrationFile) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
+            _keep_mode(path, f.fileno())
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:

@@ -3,6 +3,7 @@ known perspective; recover the homography, check mm errors, zones, die size and 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import cv2
@@ -208,6 +209,11 @@ def test_file_round_trip_and_snapshot(example, scene, tmp_path):
     again = load_layout(out)
     assert again.layout == example.layout and again.homography == res.record
     assert [p for p in tmp_path.iterdir()] == [out]  # no temporary file left
+    umask = os.umask(0); os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o644 & ~umask  # not mkstemp's 0600
+    out.chmod(0o640)
+    write_calibration(out, example.model_copy(update={"homography": res.record}))
+    assert out.stat().st_mode & 0o777 == 0o640  # the old file's mode is kept
     snap = draw_calibration(image, cal, res.corners_px)
     assert snap.shape == image.shape and snap.dtype == np.uint8
     assert np.count_nonzero(np.any(snap != image, axis=2)) > 5000  # zones, grid, markers drawn
