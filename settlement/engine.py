@@ -273,6 +273,9 @@ class Table:
         w = self.parse(req)
         st = self.state
         k = w.kind
+        if (w.player, k, w.number) in self.reduced or (w.player, k, None) in self.reduced:
+            raise Rejected(f"a {k} bet may not be replaced or increased after it was removed or reduced",
+                           prof.cite("dont_no_increase"))
         if k in ("pass", "dont_pass") and st.point is not None:
             raise Rejected(f"a {k} bet may be made only immediately prior to the come-out roll "
                            f"(the point is {st.point})", prof.cite(k))
@@ -294,9 +297,6 @@ class Table:
             raise Rejected(f"{k} cannot be called off", prof.cite("working"))
         if k == "odds":
             w = self._check_odds(w)
-        if (w.player, k, w.number) in self.reduced or (w.player, k, None) in self.reduced:
-            raise Rejected(f"a {k} bet may not be replaced or increased after it was removed or reduced",
-                           prof.cite("dont_no_increase"))
         existing = self.find(w.key())
         if existing is not None and k in prof.s.removal.never_changed:
             raise Rejected(f"a {k} bet, once made, shall not be increased", prof.cite("removal_fixed"))
@@ -369,7 +369,9 @@ class Table:
     def _lookup(self, req: dict) -> Wager:
         w = self.parse(req, for_remove=True)
         key = w.key()
-        if w.kind == "odds" and w.base in ("pass", "dont_pass") and w.number is None:
+        if w.kind in ("pass", "dont_pass"):
+            cands = [x for x in self.wagers if x.player == w.player and x.kind == w.kind]
+        elif w.kind == "odds" and w.base in ("pass", "dont_pass") and w.number is None:
             cands = [x for x in self.wagers if x.player == w.player and x.kind == "odds" and x.base == w.base]
         elif w.kind in _FIXED:
             cands = [x for x in self.wagers if x.key()[:5] == key[:5]]
