@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from camera.sources import CameraConfig
+from firmware_bridge.config import BridgeConfig
 from controller.lamps import LAMP_NAMES
 from controller.policy import Policy, policy_from_mapping
 
@@ -146,9 +147,9 @@ class LampsSection(_Section):
         brightness: 0..1.
         flash_s: seconds the NO ROLL lamp flashes after a no roll.
         flash_on_s, flash_off_s: the flash cadence, seconds.
-        firmware_port: the microcontroller's serial device (``/dev/serial/by-id/...``) for
-            ``driver = "firmware"``.
-        firmware_baud: its baud rate.
+
+    ``driver = "firmware"`` needs the ``[firmware]`` section (the serial link,
+    ``firmware_bridge.config.BridgeConfig``).
     """
 
     driver: Literal["gpiozero", "firmware", "none"] = "gpiozero"
@@ -160,8 +161,6 @@ class LampsSection(_Section):
     flash_s: float = Field(3.0, gt=0, le=600)
     flash_on_s: float = Field(0.25, gt=0, le=10)
     flash_off_s: float = Field(0.25, gt=0, le=10)
-    firmware_port: str = ""
-    firmware_baud: int = Field(115200, ge=1200)
 
     @field_validator("pins")
     @classmethod
@@ -176,12 +175,6 @@ class LampsSection(_Section):
         if dup:
             raise ValueError(f"BCM pin(s) {dup} used by more than one lamp")
         return v
-
-    @model_validator(mode="after")
-    def _check_firmware(self) -> "LampsSection":
-        if self.driver == "firmware" and not self.firmware_port:
-            raise ValueError("driver = 'firmware' needs firmware_port (the serial device)")
-        return self
 
 
 class StateSection(_Section):
@@ -247,8 +240,10 @@ class SettlementSection(_Section):
 class TableConfig(_Section):
     """The whole ``table.toml``. ``bus.table_id`` defaults to ``table.id``.
 
-    ``[camera]`` is :class:`camera.sources.CameraConfig` (frame source and camera settings) and
-    ``[bus]`` is :class:`bus.config.BusConfig`; the other sections are defined here.
+    ``[camera]`` is :class:`camera.sources.CameraConfig` (frame source and camera settings),
+    ``[bus]`` is :class:`bus.config.BusConfig` and the optional ``[firmware]`` is
+    :class:`firmware_bridge.config.BridgeConfig` (the microcontroller's serial link); the other
+    sections are defined here.
     """
 
     table: TableSection = Field(default_factory=TableSection)
@@ -259,6 +254,7 @@ class TableConfig(_Section):
     lamps: LampsSection = Field(default_factory=LampsSection)
     state: StateSection = Field(default_factory=StateSection)
     settlement: SettlementSection = Field(default_factory=SettlementSection)
+    firmware: BridgeConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -271,6 +267,12 @@ class TableConfig(_Section):
                 bus.setdefault("table_id", table["id"])
                 data = {**data, "bus": bus}
         return data
+
+    @model_validator(mode="after")
+    def _firmware_lamps(self) -> "TableConfig":
+        if self.lamps.driver == "firmware" and self.firmware is None:
+            raise ValueError("lamps.driver = 'firmware' needs a [firmware] section with the serial port")
+        return self
 
     @model_validator(mode="after")
     def _same_table(self) -> "TableConfig":

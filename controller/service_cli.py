@@ -149,13 +149,15 @@ def build_lamp_driver(cfg: TableConfig) -> LampDriver:
         return NullLampDriver()
     if lamps.driver == "firmware":
         try:
-            from firmware_bridge.lamps import open_firmware_lamps
+            from firmware_bridge.lamps import FirmwareLampDriver
+            from firmware_bridge.link import FirmwareLink
         except ImportError as exc:
             raise SetupError(f"lamps.driver = 'firmware': the firmware bridge is not available ({exc})") from None
         try:
-            return open_firmware_lamps(lamps.firmware_port, lamps.firmware_baud)
-        except Exception as exc:  # noqa: BLE001 - reported with the key that chose it
-            raise SetupError(f"lamps.firmware_port {lamps.firmware_port!r}: {exc}") from exc
+            link = FirmwareLink(cfg.firmware).start()
+        except Exception as exc:  # noqa: BLE001 - reported with the section that chose it
+            raise SetupError(f"firmware.port {cfg.firmware.port!r}: {exc}") from exc
+        return _LinkedLamps(FirmwareLampDriver(link), link)
     factory = None
     if lamps.pin_factory:
         import importlib
@@ -170,6 +172,24 @@ def build_lamp_driver(cfg: TableConfig) -> LampDriver:
                               flash_on_s=lamps.flash_on_s, flash_off_s=lamps.flash_off_s, pin_factory=factory)
     except Exception as exc:  # noqa: BLE001 - gpiozero errors name the pin
         raise SetupError(f"lamps.pins: {exc}") from exc
+
+
+class _LinkedLamps:
+    """A firmware lamp driver that also owns (and closes) its serial link."""
+
+    def __init__(self, driver: LampDriver, link) -> None:
+        self._driver, self._link = driver, link
+
+    def set_lamp(self, name: str, mode: str, brightness: float = 1.0) -> None:
+        """See :class:`controller.lamps.LampDriver`."""
+        self._driver.set_lamp(name, mode, brightness)
+
+    def close(self) -> None:
+        """Lamps off, then the serial link closed."""
+        try:
+            self._driver.close()
+        finally:
+            self._link.close()
 
 
 def build_publisher(cfg: TableConfig):
