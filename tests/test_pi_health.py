@@ -159,8 +159,11 @@ def test_time_going_backwards_and_bad_config_are_refused():
 
 def test_frame_digest_tells_frames_apart():
     a = np.zeros((20, 30, 3), np.uint8)
-    b = a.copy(); b[10, 10, 1] = 1
+    b = a.copy(); b[16, 10, 1] = 1
+    c = a.copy(); c[3, 10, 1] = 1
     assert frame_digest(a) == frame_digest(a.copy())
     assert frame_digest(a) != frame_digest(b)
+    assert frame_digest(a) == frame_digest(c)            # row 3 is not sampled...
+    assert frame_digest(a, row_step=1) != frame_digest(c, row_step=1)  # ...unless asked
     assert frame_digest(a) != frame_digest(a.reshape(30, 20, 3))
     assert len(frame_digest(a)) == 16
