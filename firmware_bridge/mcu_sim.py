@@ -23,6 +23,7 @@ host must retransmit after reconnecting and the MCU must not act twice).
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import random
 import select
@@ -271,6 +272,12 @@ class SimulatedMcu:
         except OSError:
             pass
 
+    @contextlib.contextmanager
+    def frozen(self):
+        """Hold the MCU loop still (for a test to queue several inputs at one instant)."""
+        with self._lock:
+            yield self
+
     def set_faults(self, **changes) -> None:
         """Change fault settings on the fly, e.g. ``set_faults(corrupt_rate=0.01)``."""
         with self._lock:
@@ -436,6 +443,7 @@ class SimulatedMcu:
         if self.session is not None:
             o = self._outstanding
             if o is None and self._events:
+                self._report_overflow()
                 self._tx_seq = next_seq(self._tx_seq)
                 o = self._outstanding = _Outstanding(self._tx_seq, self._events.popleft(), now)
             if o is not None:
@@ -456,12 +464,17 @@ class SimulatedMcu:
         self._queue_event(ErrorReport(ErrorCode.HOST_LOST, 0, "no frame from host"))
 
     def _queue_event(self, msg: Message) -> None:
+        """Queue a reliable message.  When the queue is full the new message is discarded and
+        counted; one EVENT_QUEUE_OVERFLOW report is queued once there is room again."""
         if len(self._events) >= EVENT_QUEUE_DEPTH:
-            self._events.popleft()
             self._events_lost += 1
-            self._events.append(ErrorReport(ErrorCode.EVENT_QUEUE_OVERFLOW, min(self._events_lost, 0xFFFF), "event queue full"))
             return
         self._events.append(msg)
+
+    def _report_overflow(self) -> None:
+        if self._events_lost and len(self._events) < EVENT_QUEUE_DEPTH:
+            self._events.append(ErrorReport(ErrorCode.EVENT_QUEUE_OVERFLOW, min(self._events_lost, 0xFFFF), "event queue full"))
+            self._events_lost = 0
 
     def _status_flags(self) -> int:
         f = 0
@@ -505,6 +518,7 @@ class SimulatedMcu:
                 self._last_rx_seq = None
                 self._last_response = None
                 self._events.clear()
+                self._events_lost = 0
                 self._outstanding = None
             self.failsafe = False
             self.host_timeout_s = msg.host_timeout_ms / 1000.0

@@ -1,0 +1,277 @@
+"""Codec of the firmware protocol (docs/firmware-protocol.md): round trips, rejections, and
+hypothesis properties (no exception out of the reader, no wrong frame accepted)."""
+from __future__ import annotations
+
+import random
+import re
+import struct
+from pathlib import Path
+
+import pytest
+from cobs import cobs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from firmware_bridge.protocol import (
+    MAX_ENCODED,
+    Ack,
+    ErrorCode,
+    ErrorReport,
+    FrameDecoder,
+    Heartbeat,
+    Hello,
+    InputEvent,
+    InputId,
+    LampId,
+    LampMode,
+    LampSetting,
+    MsgType,
+    Nak,
+    NakReason,
+    ProtocolError,
+    Received,
+    Rejected,
+    SetLamps,
+    Shaker,
+    ShakerAction,
+    Version,
+    crc16_ccitt_false,
+    decode_one,
+    encode_frame,
+    encode_raw,
+    next_seq,
+)
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "firmware-protocol.md"
+
+#: One example of every message type, with the seq it must travel with.
+EXAMPLES = [
+    (Hello(0x12345678, 200, 1000), 1),
+    (Version(1, 1, 1, 0, 0, 0xDEADBEEF, 0x3F, 11, 0x20), 0),
+    (Heartbeat(123456, 0xCAFEF00D, 0x05), 0),
+    (Ack(0x0102, int(MsgType.SET_LAMPS)), 0),
+    (Nak(7, int(MsgType.SHAKER), NakReason.BUSY), 0),
+    (Nak(0, 0, NakReason.BAD_FRAME), 0),
+    (SetLamps((LampSetting(LampId.POINT_6, LampMode.ON, 255),)), 0x0102),
+    (SetLamps(tuple(LampSetting(i, LampMode(i % 3), i * 20) for i in LampId)), 65535),
+    (Shaker(ShakerAction.SHAKE, 1500, 200), 3),
+    (Shaker(ShakerAction.STOP, 0, 0), 4),
+    (InputEvent(InputId.FAR_WALL_STRIKE, 1, 0x000A1B2C, 2), 7),
+    (InputEvent(InputId.DOOR, 0, 0xFFFFFFFF, 1), 8),
+    (ErrorReport(ErrorCode.SHAKER_JAM, 3, "motor stalled at 40%"), 9),
+    (ErrorReport(ErrorCode.BROWN_OUT), 10),
+]
+
+
+def test_crc_is_ccitt_false_check_value():
+    # CRC-16/CCITT-FALSE catalogue check value.
+    assert crc16_ccitt_false(b"123456789") == 0x29B1
+    assert crc16_ccitt_false(b"") == 0xFFFF
+
+
+@pytest.mark.parametrize("message,seq", EXAMPLES, ids=[f"{type(m).__name__}-{s}" for m, s in EXAMPLES])
+def test_round_trip_every_message_type(message, seq):
+    wire = encode_frame(message, seq)
+    assert wire.endswith(b"\x00") and b"\x00" not in wire[:-1]
+    out = FrameDecoder().feed(wire)
+    assert out == [Received(seq, message)]
+    assert out[0].type is message.TYPE
+
+
+def test_every_message_type_has_an_example():
+    assert {m.TYPE for m, _ in EXAMPLES} == set(MsgType)
+
+
+def test_worked_example_matches_the_document():
+    wire = encode_frame(SetLamps((LampSetting(LampId.POINT_6, LampMode.ON, 255),)), 0x0102)
+    assert wire.hex(" ") == "0b 01 20 02 01 01 03 01 ff 2f 3b 00"
+    ack = encode_frame(Ack(0x0102, 0x20), 0)
+    assert ack.hex(" ") == "03 01 06 01 06 02 01 20 7d bd 00"
+    event = encode_frame(InputEvent(InputId.FAR_WALL_STRIKE, 1, 0x000A1B2C, 0), 7)
+    assert event.hex(" ") == "04 01 40 07 06 01 01 2c 1b 0a 01 01 03 f4 9e 00"
+    text = DOC.read_text(encoding="utf-8").lower()
+    for frame in (wire, ack, event):
+        assert frame.hex(" ") in text, f"docs/firmware-protocol.md lacks the worked example {frame.hex(' ')}"
+
+
+def test_lamp_ids_in_document_match_code():
+    text = DOC.read_text(encoding="utf-8")
+    for lamp in LampId:
+        name = lamp.name.lower().replace("_", "-")
+        assert re.search(rf"0x{int(lamp):02X}\s*\|\s*`{name}`", text), f"lamp {name} 0x{int(lamp):02X} not in doc"
+
+
+def test_stream_of_frames_with_idle_fill_and_split_reads():
+    wire = b"".join(b"\x00" + encode_frame(m, s) for m, s in EXAMPLES) + b"\x00\x00"
+    dec = FrameDecoder()
+    got = []
+    for i in range(0, len(wire), 5):
+        got += dec.feed(wire[i:i + 5])
+    assert got == [Received(s, m) for m, s in EXAMPLES]
+
+
+def test_sequence_numbers_wrap_to_one():
+    assert next_seq(0) == 1 and next_seq(1) == 2 and next_seq(65535) == 1
+
+
+@pytest.mark.parametrize(
+    "raw,reason",
+    [
+        (encode_raw(2, 0x20, 5, b"\x01\x03\x01\xff"), NakReason.BAD_VERSION),
+        (encode_raw(1, 0x7F, 5, b""), NakReason.UNKNOWN_TYPE),
+        (encode_raw(1, 0x20, 5, b"\x02\x03\x01\xff"), NakReason.BAD_PAYLOAD),      # count 2, one lamp
+        (encode_raw(1, 0x20, 5, b"\x01\x0c\x01\xff"), NakReason.BAD_PAYLOAD),      # lamp id 12
+        (encode_raw(1, 0x20, 5, b"\x01\x03\x03\xff"), NakReason.BAD_PAYLOAD),      # mode 3
+        (encode_raw(1, 0x20, 0, b"\x01\x03\x01\xff"), NakReason.BAD_PAYLOAD),      # reliable with seq 0
+        (encode_raw(1, 0x06, 9, b"\x01\x00\x20"), NakReason.BAD_PAYLOAD),          # ACK with a seq
+        (encode_raw(1, 0x21, 5, struct.pack("<BHB", 1, 0, 255)), NakReason.BAD_PAYLOAD),   # shake 0 ms
+        (encode_raw(1, 0x21, 5, struct.pack("<BHB", 1, 10001, 255)), NakReason.BAD_PAYLOAD),
+        (encode_raw(1, 0x41, 5, b"\x03\x00\x00\x05abc"), NakReason.BAD_PAYLOAD),   # text length 5, 3 bytes
+    ],
+)
+def test_crc_valid_but_malformed_frames_are_rejected_with_reason(raw, reason):
+    (out,) = FrameDecoder().feed(raw)
+    assert isinstance(out, Rejected) and out.reason is reason
+    body = cobs.decode(raw[:-1])
+    assert out.frame is not None and out.frame.seq == struct.unpack_from("<H", body, 2)[0]
+    assert out.frame.type == body[1]
+
+
+def test_unreadable_frames_are_bad_frame_without_header():
+    wire = bytearray(encode_frame(Ack(5, 0x20)))
+    wire[4] ^= 0x40
+    (out,) = FrameDecoder().feed(bytes(wire))
+    assert isinstance(out, Rejected) and out.reason is NakReason.BAD_FRAME and out.frame is None
+    (short,) = FrameDecoder().feed(b"\x03\x01\x02\x00")
+    assert isinstance(short, Rejected) and "outside" in short.detail
+
+
+def test_overlong_run_is_discarded_once_and_next_frame_survives():
+    dec = FrameDecoder()
+    out = dec.feed(b"\x01" * (3 * MAX_ENCODED))
+    assert out == []
+    good = encode_frame(Ack(1, 0x20))
+    out = dec.feed(b"\x00" + good)
+    assert len(out) == 2 and isinstance(out[0], Rejected) and "delimiter" in out[0].detail
+    assert out[1] == Received(0, Ack(1, 0x20))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: LampSetting(12, LampMode.ON),
+        lambda: LampSetting(LampId.FAULT, 3),
+        lambda: LampSetting(LampId.FAULT, LampMode.ON, 256),
+        lambda: SetLamps(()),
+        lambda: SetLamps(tuple(LampSetting(LampId.FAULT, LampMode.ON) for _ in range(17))),
+        lambda: Shaker(ShakerAction.SHAKE, 0),
+        lambda: Shaker(ShakerAction.STOP, 100),
+        lambda: ErrorReport(ErrorCode.BROWN_OUT, 0, "é"),
+        lambda: ErrorReport(ErrorCode.BROWN_OUT, 0, "x" * 65),
+        lambda: Hello(-1),
+        lambda: encode_frame(Ack(1, 2), 70000),
+    ],
+)
+def test_bad_values_raise_protocol_error_naming_the_field(build):
+    with pytest.raises(ProtocolError):
+        build()
+
+
+def test_every_single_byte_corruption_of_a_frame_is_detected():
+    """Exhaustive: each byte of each encoded example replaced by each of the other 255 values."""
+    for message, seq in EXAMPLES[:8]:
+        enc = encode_frame(message, seq)[:-1]
+        for i in range(len(enc)):
+            for v in range(256):
+                if v == enc[i]:
+                    continue
+                bad = enc[:i] + bytes([v]) + enc[i + 1:]
+                for part in bad.split(b"\x00"):
+                    if part:
+                        assert not isinstance(decode_one(part), Received), (message, i, v)
+
+
+# --------------------------------------------------------------------------- properties
+
+messages = st.sampled_from(EXAMPLES)
+
+
+@st.composite
+def corrupted_streams(draw):
+    """A stream of valid frames, then byte flips, insertions and deletions anywhere."""
+    frames = draw(st.lists(messages, min_size=1, max_size=6))
+    wire = bytearray(b"".join(encode_frame(m, s) for m, s in frames))
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["flip", "set", "insert", "delete"]))
+        pos = draw(st.integers(0, len(wire) - 1))
+        if kind == "flip":
+            wire[pos] ^= draw(st.integers(1, 255))
+        elif kind == "set":
+            wire[pos] = draw(st.integers(0, 255))
+        elif kind == "insert":
+            wire.insert(pos, draw(st.integers(0, 255)))
+        elif len(wire) > 1:
+            del wire[pos]
+    chunks = draw(st.lists(st.integers(1, 40), min_size=1, max_size=10))
+    return frames, bytes(wire), chunks
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(corrupted_streams())
+def test_corruption_never_yields_a_wrong_frame(case):
+    frames, wire, chunks = case
+    originals = {(s, m) for m, s in frames}
+    dec = FrameDecoder()
+    out = []
+    pos = 0
+    i = 0
+    while pos < len(wire):
+        n = chunks[i % len(chunks)]
+        out += dec.feed(wire[pos:pos + n])
+        pos += n
+        i += 1
+    for item in out:
+        assert isinstance(item, (Received, Rejected))
+        if isinstance(item, Received):
+            assert (item.seq, item.message) in originals
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(st.binary(min_size=0, max_size=300), max_size=8))
+def test_reader_never_raises_on_any_bytes(chunks):
+    dec = FrameDecoder()
+    for chunk in chunks:
+        for item in dec.feed(chunk):
+            assert isinstance(item, (Received, Rejected))
+            if isinstance(item, Received):
+                # only possible if the random bytes contain a whole valid frame
+                assert encode_frame(item.message, item.seq)[:-1] in b"".join(chunks)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(messages, min_size=1, max_size=5), st.lists(st.integers(1, 17), min_size=1, max_size=5))
+def test_chunking_does_not_change_what_is_decoded(frames, cuts):
+    wire = b"".join(encode_frame(m, s) for m, s in frames)
+    whole = FrameDecoder().feed(wire)
+    dec = FrameDecoder()
+    parts, pos, i = [], 0, 0
+    while pos < len(wire):
+        n = cuts[i % len(cuts)]
+        parts += dec.feed(wire[pos:pos + n])
+        pos, i = pos + n, i + 1
+    assert parts == whole == [Received(s, m) for m, s in frames]
+
+
+def test_random_multi_byte_corruption_statistics():
+    """20,000 frames with 2..4 random bytes replaced: none decodes to a different message."""
+    rng = random.Random(7)
+    accepted_wrong = 0
+    for _ in range(20000):
+        m, s = rng.choice(EXAMPLES)
+        enc = bytearray(encode_frame(m, s)[:-1])
+        for _ in range(rng.randint(2, 4)):
+            enc[rng.randrange(len(enc))] = rng.randrange(1, 256)
+        r = decode_one(bytes(enc))
+        if isinstance(r, Received) and (r.seq, r.message) != (s, m):
+            accepted_wrong += 1
+    assert accepted_wrong == 0
