@@ -211,3 +211,19 @@ def test_source_specs():
             parse_source_spec(bad)
     with pytest.raises(ValidationError):
         CameraConfig.model_validate({"source": "usb", "usb": {"exposur": 10}})
+
+
+def test_open_source_replay_of_a_folder(tmp_path):
+    from camera.sources import open_source
+    for i in range(2):
+        cv2.imwrite(str(tmp_path / f"p{i}.png"), _img(h=64, w=96, value=40 + 100 * i))
+    src = open_source(parse_source_spec(f"replay:{tmp_path}"))
+    try:
+        frames = [f for _, f in zip(range(200), src.frames())]
+    finally:
+        src.close()
+    assert frames and all(f.image.shape[:2] == (64, 96) for f in frames)
+    levels = {int(f.image[0, 0, 0]) for f in frames}
+    assert {40, 140} <= levels  # both photos were shown
+    with pytest.raises(ValueError, match="replay_path"):
+        open_source(CameraConfig(source="replay"))
