@@ -16,7 +16,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-import os
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -252,36 +252,43 @@ class RollPublisher:
         poller = zmq.Poller()
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._xpub, zmq.POLLIN)
-        hb = self.cfg.heartbeat_s
         try:
             while not self._stop.is_set():
-                wait = 0.05
-                if self._auto_hb:
-                    wait = min(wait, max(0.0, self._last_send + hb - time.monotonic()))
-                events = dict(poller.poll(int(wait * 1000)))
-                if self._router in events:
-                    for _ in range(100):
-                        try:
-                            frames = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
-                        except zmq.Again:
-                            break
-                        self._handle_request(journal, frames)
-                if self._xpub in events:
-                    with self._send_lock:
-                        for _ in range(100):
-                            try:
-                                ev = self._xpub.recv(zmq.NOBLOCK)
-                            except zmq.Again:
-                                break
-                            if ev[:1] == b"\x01":
-                                log.info("bus subscriber joined (filter %r)", ev[1:])
-                if self._auto_hb and not self._closed and time.monotonic() - self._last_send >= hb:
-                    self.heartbeat()
-        except Exception:  # pragma: no cover - logged, the publisher keeps journalling
-            log.exception("bus replay thread failed")
-            self._alarm("replay_error", {})
+                try:
+                    self._serve_once(journal, poller)
+                except Exception as exc:  # logged; the loop goes on serving replays
+                    if self._stop.is_set():
+                        break
+                    log.exception("bus replay thread error")
+                    self._alarm("replay_error", {"error": repr(exc)})
+                    time.sleep(0.05)
         finally:
             journal.close()
+
+    def _serve_once(self, journal: Journal, poller: zmq.Poller) -> None:
+        hb = self.cfg.heartbeat_s
+        wait = 0.05
+        if self._auto_hb:
+            wait = min(wait, max(0.0, self._last_send + hb - time.monotonic()))
+        events = dict(poller.poll(int(wait * 1000)))
+        if self._router in events:
+            for _ in range(100):
+                try:
+                    frames = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
+                except zmq.Again:
+                    break
+                self._handle_request(journal, frames)
+        if self._xpub in events:
+            with self._send_lock:
+                for _ in range(100):
+                    try:
+                        ev = self._xpub.recv(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    if ev[:1] == b"\x01":
+                        log.info("bus subscriber joined (filter %r)", ev[1:])
+        if self._auto_hb and not self._closed and time.monotonic() - self._last_send >= hb:
+            self.heartbeat()
 
     def _handle_request(self, journal: Journal, frames: list) -> None:
         ident = frames[0].bytes
@@ -317,7 +324,7 @@ class RollPublisher:
                     self._prune(journal)
             else:
                 raise ValueError(f"unknown request {parts[0][:16]!r}")
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, sqlite3.Error) as exc:
             log.warning("bus: rejected request from subscriber %s: %s", subscriber, exc)
             try:
                 self._router.send_multipart([ident, REP_ERROR, json.dumps({"error": str(exc)}).encode()])

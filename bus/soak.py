@@ -27,10 +27,11 @@ from pathlib import Path
 from bus.config import BusConfig
 
 
-def _publish(cfg: BusConfig, count: int, rate: float | None, linger: float) -> int:
+def _publish(cfg: BusConfig, count: int, rate: float | None, linger: float, warmup: float) -> int:
     from bus.publisher import RollPublisher
 
     with RollPublisher(cfg) as pub:
+        time.sleep(warmup)
         n = pub.last_seq + 1
         period = 1.0 / rate if rate else 0.0
         t_next = time.monotonic()
@@ -102,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--count", type=int, required=True)
     a.add_argument("--rate", type=float, default=None)
     a.add_argument("--linger", type=float, default=3600.0)
+    a.add_argument("--warmup", type=float, default=0.0, help="seconds to wait after binding before publishing")
     b = sub.add_parser("settle")
     b.add_argument("--config", type=Path, required=True)
     b.add_argument("--db", type=Path, required=True)
@@ -113,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=getattr(logging, __import__("os").environ.get("BUS_LOG", "WARNING")), format="%(asctime)s %(process)d %(name)s %(message)s")
     cfg = BusConfig.model_validate_json(args.config.read_text())
     if args.role == "publish":
-        return _publish(cfg, args.count, args.rate, args.linger)
+        return _publish(cfg, args.count, args.rate, args.linger, args.warmup)
     state = args.state or args.db.with_suffix(".bus-state.sqlite")
     return _settle(cfg, args.db, state, args.count, args.timeout, max(1, args.batch))
 

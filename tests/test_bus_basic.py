@@ -270,3 +270,61 @@ def test_forged_signature_unknown_table_and_foreign_journal_rejected(cfg: BusCon
         with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
             assert _drain(sub, 1, timeout_s=1.0) == []
             assert sub.rejections.get("foreign_journal", 0) >= 1
+
+
+def test_gap_seen_from_heartbeat_is_replayed(cfg: BusConfig, tmp_path: Path):
+    """The last roll is lost on the live stream and nothing follows it: the heartbeat's
+    last_seq reveals the gap and the roll comes by replay."""
+    with RollPublisher(cfg) as pub, RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+        pub.publish("roll", {"n": 1})
+        assert [e["seq"] for e in _drain(sub, 1)] == [1]
+        requests_before = sub.stats["replay_requests"]
+        real_send = pub._send
+        pub._send = lambda topic, wire, seq: None if seq == 2 else real_send(topic, wire, seq)
+        pub.publish("roll", {"n": 2})  # journalled, never sent live
+        got = _drain(sub, 1, timeout_s=3.0)
+        assert [(e["seq"], e["body"]["n"]) for e in got] == [(2, 2)]
+        assert sub.stats["heartbeats"] >= 1 and sub.stats["replay_requests"] > requests_before
+
+
+def test_hwm_raises_alarm_and_message_stays_journalled(tmp_path: Path):
+    """A subscriber that never reads fills its pipe: with XPUB_NODROP the send fails with
+    zmq.Again, the publisher raises an "hwm" alarm, and a reading subscriber still gets every
+    roll (by replay) in order."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", hwm=2, heartbeat_s=0.1, replay_timeout_s=0.3)
+    alarms: list[tuple[str, dict]] = []
+    from bus.keys import load_curve_public, load_curve_secret
+
+    kf_sub = key_files(cfg.keys_dir, "settlement")
+    ctx = zmq.Context()
+    stuck = ctx.socket(zmq.SUB)  # authorised, subscribed, never reads
+    stuck.curve_serverkey = load_curve_public(cfg.keys_dir / "table.key")
+    stuck.curve_publickey, stuck.curve_secretkey = load_curve_secret(kf_sub.curve_secret)
+    stuck.setsockopt(zmq.RCVHWM, 1)
+    stuck.setsockopt(zmq.RCVBUF, 4096)
+    stuck.setsockopt(zmq.SUBSCRIBE, b"")
+    pad = "x" * 65536
+    try:
+        with RollPublisher(cfg, on_alarm=lambda c, d: alarms.append((c, d))) as pub, \
+                RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+            stuck.connect(cfg.pub_endpoint)
+            time.sleep(0.3)
+            got: list[int] = []
+            for _ in range(400):
+                pub.publish("roll", {"pad": pad})
+                env = sub.receive(0.0)
+                if env is not None:
+                    got.append(env["seq"])
+                    sub.ack(env["seq"])
+                if len(alarms) >= 3:
+                    break
+            total = pub.last_seq
+            assert alarms and all(c == "hwm" for c, _ in alarms)
+            assert pub.stats["hwm_alarms"] == len(alarms)
+            alarmed = [d["seq"] for _, d in alarms]
+            got += [e["seq"] for e in _drain(sub, total - len(got), timeout_s=10)]
+            assert got == list(range(1, total + 1))
+            assert set(alarmed) <= set(got)
+    finally:
+        stuck.close(0)
+        ctx.term()
