@@ -1,0 +1,330 @@
+"""Throws: natural ones from the shooter's end, and scenarios that force each irregularity.
+
+A scenario turns a seed into a :class:`ThrowPlan` (the table, possibly with extra chip stacks,
+and the dice's initial states). :func:`run_throw` plays a plan through the physics and
+:func:`irregularities` names what the final state shows, so a test can check that a scenario
+produces its irregularity.
+
+Irregularities (9 NYCRR 5324.52):
+
+==================== ================================================================
+``off-table``        a die leaves the table, (k)(1)
+``die-on-die``       a die comes to rest on top of the other die, (k)(1)
+``cocked-on-chips``  a die rests cocked with one side on a chip stack, (h)(1)(i)
+``cocked-two-objects`` more than one side of a die rests on chips or other objects:
+                     the roll is void, (h)(1)(i)
+``in-chip-bank``     a die rests on the chips of the craps bank, (k)(2)(iii)
+``in-dice-cup``      a die rests in the dice cup, (k)(2)(iv)
+``on-rail``          a die rests on a rail, (k)(2)(iv)
+``short-throw``      a die fails to strike the far end of the table, (g) and (k)(2)(ii)
+``still-moving``     a die is still moving when the throw's timeout expires
+==================== ================================================================
+
+Forced scenarios start the forced die close to its target (dropped, lobbed or leaned) and the
+other die as a short throw into the far wall in another lane, so they do not meet. The forced
+die therefore usually has not struck the far wall: ``short-throw`` co-occurs in the forced
+scenarios other than ``off-table`` (see docs/simulator.md); ``struck_far_wall`` in the truth
+says so per die.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dice import axis_angle, quat_mul, quat_with_face_up, random_rotation
+from .geometry import CHIP_DIAMETER_MM, CHIP_THICKNESS_MM, ChipStack, TableGeometry
+from .physics import DieStart, DieState, TableSim
+
+NATURAL = "natural"
+#: Every scenario name, natural first.
+SCENARIOS: tuple[str, ...] = (
+    NATURAL, "off-table", "die-on-die", "cocked-on-chips", "cocked-two-objects", "in-chip-bank",
+    "in-dice-cup", "on-rail", "short-throw", "still-moving",
+)
+#: Seconds of table time after which a throw whose dice still move is cut off.
+DEFAULT_TIMEOUT_S = 8.0
+
+
+@dataclass(slots=True)
+class ThrowPlan:
+    """A throw ready to simulate.
+
+    Attributes:
+        scenario: the scenario name.
+        seed: the seed it came from.
+        geometry: the table for this throw (the base table plus any scenario chip stacks).
+        starts: the two dice's initial states.
+        timeout_s: table seconds after which the throw is cut off if the dice still move.
+        forced_die: index of the die the scenario forces (``None`` for natural throws).
+        agitate_s: seconds the bed shaker keeps the dice moving (``still-moving`` only).
+    """
+
+    scenario: str
+    seed: int
+    geometry: TableGeometry
+    starts: list[DieStart]
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    forced_die: int | None = None
+    agitate_s: float = 0.0
+
+
+def _q(a) -> tuple[float, float, float, float]:
+    return tuple(float(v) for v in a)  # type: ignore[return-value]
+
+
+def natural_starts(g: TableGeometry, rng: np.random.Generator, *, speed=(3500.0, 5000.0),
+                   lift=(0.0, 800.0)) -> list[DieStart]:
+    """Both dice leaving the shooter's hand at the shooter's end towards the far wall.
+
+    Positions: 60-140 mm from the shooter's end, 60-100 mm above the felt, side by side
+    32 mm apart in the middle half of the table. Velocity: ``speed`` mm/s along the table,
+    +-300 mm/s across, ``lift`` mm/s up; spin +-30 rad/s about each axis; orientation uniform
+    over all rotations (so no face is favoured).
+    """
+    y0 = rng.uniform(g.width * 0.3, g.width * 0.7)
+    x0 = rng.uniform(60.0, 140.0)
+    out = []
+    for i in range(2):
+        out.append(DieStart(
+            pos_mm=(x0 + rng.uniform(-5, 5), y0 + (i - 0.5) * 32.0, rng.uniform(60.0, 100.0)),
+            quat=_q(random_rotation(rng)),
+            vel_mm_s=(rng.uniform(*speed), rng.uniform(-300.0, 300.0), rng.uniform(*lift)),
+            spin_rad_s=tuple(float(v) for v in rng.uniform(-30.0, 30.0, 3)),  # type: ignore[arg-type]
+        ))
+    return out
+
+
+def _lane_throw(g: TableGeometry, rng: np.random.Generator, y_lo: float, y_hi: float) -> DieStart:
+    """A die thrown from 300 mm before the far wall into it, within the lane ``y_lo..y_hi``."""
+    half = g.die_size / 2
+    return DieStart(
+        pos_mm=(g.length - rng.uniform(260.0, 320.0), rng.uniform(y_lo, y_hi), rng.uniform(30.0, 50.0)),
+        quat=_q(random_rotation(rng)),
+        vel_mm_s=(rng.uniform(1200.0, 1600.0), rng.uniform(-60.0, 60.0), rng.uniform(0.0, 200.0)),
+        spin_rad_s=tuple(float(v) for v in rng.uniform(-15.0, 15.0, 3)),  # type: ignore[arg-type]
+    ) if y_hi - y_lo > 2 * half else DieStart(pos_mm=(g.length - 300.0, (y_lo + y_hi) / 2, 30.0),
+                                             quat=(1.0, 0.0, 0.0, 0.0), vel_mm_s=(1400.0, 0.0, 0.0))
+
+
+def _flat_quat(rng: np.random.Generator, tilt_deg: float = 0.0) -> tuple[float, float, float, float]:
+    q = quat_with_face_up(int(rng.integers(1, 7)), rng.uniform(0, 2 * math.pi))
+    if tilt_deg > 0:
+        q = quat_mul(axis_angle((rng.normal(), rng.normal(), 0.0), math.radians(rng.uniform(-tilt_deg, tilt_deg))), q)
+    return _q(q)
+
+
+def _leaning_die(g: TableGeometry, rng: np.random.Generator, stack: ChipStack,
+                 direction: float) -> DieStart:
+    """A die with one bottom edge on the felt and its lower face resting on ``stack``'s rim.
+
+    ``direction``: angle (rad, table frame) from the die towards the stack. The lower face
+    touches the rim 0.72-0.82 of a side from the felt edge, so the die leans at
+    ``asin(h / d)`` and its centre of mass stays between its two supports.
+    """
+    a = g.die_size
+    h = stack.height
+    e = np.array([math.cos(direction), math.sin(direction), 0.0])
+    z = np.array([0.0, 0.0, 1.0])
+    d = rng.uniform(0.72, 0.82) * a
+    alpha = math.asin(min(0.9, h / d))
+    rim = np.array([stack.x, stack.y, h]) - (CHIP_DIAMETER_MM / 2) * e
+    edge = rim - d * math.cos(alpha) * e
+    edge[2] = 0.0
+    re = math.cos(alpha) * e + math.sin(alpha) * z
+    rz = -math.sin(alpha) * e + math.cos(alpha) * z
+    centre = edge + (a / 2) * re + (a / 2) * rz + np.array([0.0, 0.0, 0.3])
+    # orientation: a random face down, its in-face axes aligned with e, then tilted by alpha
+    q = quat_with_face_up(int(rng.integers(1, 7)), direction + rng.integers(0, 4) * math.pi / 2)
+    q = quat_mul(axis_angle(tuple(np.cross(z, e)), -alpha), q)
+    return DieStart(pos_mm=tuple(float(v) for v in centre), quat=_q(q))  # type: ignore[arg-type]
+
+
+def _free_spot(g: TableGeometry, rng: np.random.Generator, x_range, y_range, clear: float) -> tuple[float, float]:
+    """A point in the ranges at least ``clear`` mm from every chip stack on the layout."""
+    for _ in range(200):
+        x, y = rng.uniform(*x_range), rng.uniform(*y_range)
+        if all(math.hypot(x - s.x, y - s.y) >= clear for s in g.stacks):
+            return x, y
+    return (x_range[0] + x_range[1]) / 2, (y_range[0] + y_range[1]) / 2
+
+
+def plan_throw(scenario: str, seed: int, geometry: TableGeometry | None = None,
+               timeout_s: float = DEFAULT_TIMEOUT_S) -> ThrowPlan:
+    """Make the throw of ``scenario`` for ``seed`` (deterministic: same inputs, same throw).
+
+    Args:
+        scenario: one of :data:`SCENARIOS`.
+        seed: any integer.
+        geometry: the table; the default :class:`TableGeometry` when ``None``.
+        timeout_s: cut-off in table seconds (``still-moving`` uses its own, shorter one).
+
+    Raises:
+        ValueError: on an unknown scenario name (the message lists the known ones).
+    """
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+    g = geometry or TableGeometry()
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, SCENARIOS.index(scenario)])
+    L, W, a = g.length, g.width, g.die_size
+    plan = ThrowPlan(scenario, int(seed), g, [], timeout_s)
+    if scenario == NATURAL:
+        plan.starts = natural_starts(g, rng)
+        return plan
+    if scenario == "short-throw":
+        plan.starts = natural_starts(g, rng, speed=(500.0, 900.0), lift=(0.0, 200.0))
+        for s in plan.starts:
+            s.pos_mm = (s.pos_mm[0], s.pos_mm[1], 30.0 + rng.uniform(0, 10))
+            s.spin_rad_s = tuple(float(v) for v in rng.uniform(-8.0, 8.0, 3))  # type: ignore[assignment]
+        return plan
+    if scenario == "still-moving":
+        # A natural throw, but the rig's bed shaker stays on past the timeout (a stuck shaker
+        # relay): the dice keep hopping until 1.5 s after the timeout.
+        plan.starts = natural_starts(g, rng)
+        plan.agitate_s = timeout_s + 1.5
+        return plan
+    forced = int(rng.integers(0, 2))
+    plan.forced_die = forced
+    other = 1 - forced
+    starts: list[DieStart | None] = [None, None]
+    low_lane = (35.0, W * 0.3)
+    high_lane = (W * 0.7, W - 35.0)
+    if scenario == "off-table":
+        # lobbed high over the far wall: lands on the floor behind the table
+        s = natural_starts(g, rng, speed=(3000.0, 3600.0))[0]
+        s.vel_mm_s = (s.vel_mm_s[0], s.vel_mm_s[1] * 0.3, rng.uniform(2600.0, 3000.0))
+        starts[forced] = s
+        starts[other] = _lane_throw(g, rng, *(low_lane if s.pos_mm[1] > W / 2 else high_lane))
+    elif scenario == "die-on-die":
+        x, y = _free_spot(g, rng, (L - 260.0, L - 120.0), (W * 0.3, W * 0.7), 60.0)
+        yaw = rng.uniform(0, 2 * math.pi)
+        starts[other] = DieStart(pos_mm=(x, y, a / 2 + 0.2),
+                                 quat=_q(quat_with_face_up(int(rng.integers(1, 7)), yaw)))
+        starts[forced] = DieStart(
+            pos_mm=(x + rng.uniform(-2, 2), y + rng.uniform(-2, 2), 1.5 * a + rng.uniform(8, 20)),
+            quat=_q(quat_with_face_up(int(rng.integers(1, 7)), yaw + math.radians(rng.uniform(-10, 10)))),
+            vel_mm_s=(rng.uniform(-20, 20), rng.uniform(-20, 20), -rng.uniform(50, 150)))
+    elif scenario == "cocked-on-chips":
+        x, y = _free_spot(g, rng, (L - 320.0, L - 140.0), (W * 0.3, W * 0.7), 90.0)
+        stack = ChipStack(x=x, y=y, chips=2, colour=(60, 60, 200))
+        g = g.model_copy(update={"stacks": g.stacks + (stack,)})
+        starts[forced] = _leaning_die(g, rng, stack, rng.uniform(0, 2 * math.pi))
+        starts[other] = _lane_throw(g, rng, *(low_lane if y > W / 2 else high_lane))
+    elif scenario == "cocked-two-objects":
+        # wedged edge-down between two chip stacks: its two lower faces rest on the two rims
+        x, y = _free_spot(g, rng, (L - 320.0, L - 160.0), (W * 0.35, W * 0.65), 110.0)
+        th = rng.uniform(0, math.pi)
+        gap = rng.uniform(10.0, 13.0)
+        off = (CHIP_DIAMETER_MM + gap) / 2
+        chips = 5
+        s1 = ChipStack(x=x + off * math.cos(th), y=y + off * math.sin(th), chips=chips, colour=(40, 40, 40))
+        s2 = ChipStack(x=x - off * math.cos(th), y=y - off * math.sin(th), chips=chips, colour=(70, 140, 40))
+        g = g.model_copy(update={"stacks": g.stacks + (s1, s2)})
+        h = chips * CHIP_THICKNESS_MM
+        q = quat_with_face_up(int(rng.integers(1, 7)), th)
+        q = quat_mul(axis_angle((-math.sin(th), math.cos(th), 0.0), math.pi / 4 + math.radians(rng.uniform(-4, 4))), q)
+        z = h - gap / 2 + a / math.sqrt(2) + 1.0
+        starts[forced] = DieStart(pos_mm=(x + rng.uniform(-1, 1), y + rng.uniform(-1, 1), z), quat=_q(q))
+        starts[other] = _lane_throw(g, rng, *(low_lane if y > W / 2 else high_lane))
+    elif scenario == "in-chip-bank":
+        bx0, by0, bx1, by1 = g.bank_rect
+        top = 3.0 + g.bank_chips * CHIP_THICKNESS_MM
+        starts[forced] = DieStart(
+            pos_mm=(rng.uniform(bx0 + 30, bx1 - 30), rng.uniform(by0 + 25, by1 - 25), top + a + rng.uniform(5, 30)),
+            quat=_q(random_rotation(rng)),
+            vel_mm_s=(rng.uniform(-100, 100), rng.uniform(-60, 60), -rng.uniform(0, 200)),
+            spin_rad_s=tuple(float(v) for v in rng.uniform(-5, 5, 3)))  # type: ignore[arg-type]
+        starts[other] = _lane_throw(g, rng, *high_lane)
+    elif scenario == "in-dice-cup":
+        cx, cy = g.cup_centre
+        rin = g.cup_radius - g.cup_wall - a * 0.75
+        r, ang = rin * math.sqrt(rng.random()), rng.uniform(0, 2 * math.pi)
+        starts[forced] = DieStart(
+            pos_mm=(cx + r * math.cos(ang), cy + r * math.sin(ang), g.cup_height + a + rng.uniform(5, 40)),
+            quat=_q(random_rotation(rng)),
+            vel_mm_s=(rng.uniform(-50, 50), rng.uniform(-50, 50), -rng.uniform(0, 200)),
+            spin_rad_s=tuple(float(v) for v in rng.uniform(-5, 5, 3)))  # type: ignore[arg-type]
+        starts[other] = _lane_throw(g, rng, *low_lane)
+    elif scenario == "on-rail":
+        R, H = g.rail_width, g.wall_height
+        side = int(rng.integers(0, 3))   # 0: boxperson rail, 1: stickperson rail, 2: shooter's end
+        if side == 0:
+            pos = (rng.uniform(80, L - 80), -R / 2 + rng.uniform(-8, 8))
+        elif side == 1:
+            pos = (rng.uniform(80, L - 80), W + R / 2 + rng.uniform(-8, 8))
+        else:
+            pos = (-R / 2 + rng.uniform(-8, 8), rng.uniform(80, W - 80))
+        starts[forced] = DieStart(pos_mm=(pos[0], pos[1], H + a / 2 + rng.uniform(3, 25)),
+                                  quat=_flat_quat(rng, 8.0),
+                                  vel_mm_s=(rng.uniform(-80, 80), rng.uniform(-30, 30), -rng.uniform(0, 150)))
+        starts[other] = _lane_throw(g, rng, *(high_lane if side == 0 else low_lane))
+    plan.geometry = g
+    plan.starts = [s for s in starts if s is not None]
+    return plan
+
+
+@dataclass(slots=True)
+class ThrowOutcome:
+    """What happened in a throw: the final dice states and whether they were still moving."""
+
+    plan: ThrowPlan
+    states: list[DieState]
+    moving: bool
+    t: float
+
+    @property
+    def values(self) -> tuple[int, int]:
+        """The faces most nearly up, one per die."""
+        return (self.states[0].value, self.states[1].value)
+
+    def irregularities(self) -> set[str]:
+        """The irregularities the final state shows (see :func:`irregularities`)."""
+        return irregularities(self.states, self.moving)
+
+
+def irregularities(states: list[DieState], moving: bool) -> set[str]:
+    """Name the irregularities in a final state (9 NYCRR 5324.52(h)(1)(i), (k)(1), (k)(2)).
+
+    Args:
+        states: both dice's :class:`~simulator.physics.DieState` at the end of the throw.
+        moving: whether a die was still moving when the throw was cut off.
+
+    Returns:
+        A subset of ``SCENARIOS[1:]``; empty for a valid throw.
+    """
+    out: set[str] = set()
+    if moving:
+        out.add("still-moving")
+    for s in states:
+        place = {"off-table": "off-table", "die": "die-on-die", "bank": "in-chip-bank",
+                 "cup": "in-dice-cup", "rail": "on-rail"}.get(s.rests_on)
+        if place:
+            out.add(place)
+        if not s.struck_far_wall:
+            out.add("short-throw")
+        on_objects = {(x["face"]) for x in s.sides if x["on"] not in ("felt", "floor")}
+        if len(on_objects) >= 2:
+            out.add("cocked-two-objects")
+        elif len(on_objects) == 1 and not s.flat and s.rests_on == "chips":
+            out.add("cocked-on-chips")
+    return out
+
+
+def run_throw(plan: ThrowPlan, sim: TableSim | None = None, frame_s: float = 1 / 30) -> ThrowOutcome:
+    """Simulate ``plan`` until both dice rest or ``plan.timeout_s`` passes (physics only).
+
+    Args:
+        plan: from :func:`plan_throw`.
+        sim: a :class:`TableSim` of ``plan.geometry`` to reuse (made when ``None`` or when its
+            geometry differs).
+        frame_s: how often (table seconds) rest is checked.
+    """
+    if sim is None or sim.geometry != plan.geometry:
+        sim = TableSim(plan.geometry)
+    sim.reset(plan.starts, plan.agitate_s, plan.seed)
+    while sim.t < plan.timeout_s - 1e-9:
+        sim.advance(min(frame_s, plan.timeout_s - sim.t))
+        if not sim.moving():
+            break
+    return ThrowOutcome(plan, sim.die_states(), sim.moving(), sim.t)
