@@ -26,6 +26,7 @@ Example::
     xy = cal.to_mm([[640.0, 360.0]])          # (1, 2) float64, mm
     cal.zone_of(xy[0])                        # "playing"
     cal.die_side_px(xy[0])                    # ~ 19.3 px at 1 px/mm
+    cal.place(reading.centre)                 # DiePlace(mm=(x, y), zone="playing", expected_side_px=19.3)
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from camera.base import check_image
 
 __all__ = [
-    "DIE_SIZE_MM", "CalibrationError", "MarkerSpec", "LayoutConfig", "HomographyRecord",
+    "DIE_SIZE_MM", "CalibrationError", "DiePlace", "MarkerSpec", "LayoutConfig", "HomographyRecord",
     "CalibrationFile", "Calibration", "CalibrationResult", "marker_corners_mm", "detect_markers",
     "calibrate", "map_points", "point_in_polygon", "load_layout", "load_calibration",
     "write_calibration", "draw_calibration", "DEFAULT_ZONE_PRIORITY",
@@ -252,6 +253,21 @@ def marker_corners_mm(marker: MarkerSpec, default_size_mm: float) -> np.ndarray:
     return local @ rot.T + np.array([marker.x, marker.y])
 
 
+@dataclass(frozen=True, slots=True)
+class DiePlace:
+    """A die's place on the table (:meth:`Calibration.place`).
+
+    Attributes:
+        mm: ``(x, y)`` felt position, table mm.
+        zone: the zone it is in, or ``None`` (off the table).
+        expected_side_px: side of a die's top face expected there, pixels.
+    """
+
+    mm: tuple[float, float]
+    zone: str | None
+    expected_side_px: float
+
+
 @dataclass(frozen=True)
 class Calibration:
     """A homography with the table zones: what the controller uses at run time.
@@ -322,6 +338,15 @@ class Calibration:
         if name not in self.zones:
             raise KeyError(f"no zone {name!r}; zones: {', '.join(self.zones)}")
         return point_in_polygon(self.zones[name], point_mm)
+
+    def place(self, centre_px: Sequence[float]) -> "DiePlace":
+        """Where a die seen at ``centre_px`` (pixels, ``DieReading.centre``) is on the table:
+        its felt position in mm, its zone, and the die side in pixels expected there (compare
+        with ``DieReading.side_px``: much larger = nearer the camera = resting on a die or on
+        chips, 9 NYCRR 5324.52(k)(1) and (h))."""
+        mm = self.to_mm([centre_px])[0]
+        point = (float(mm[0]), float(mm[1]))
+        return DiePlace(point, self.zone_of(point), self.die_side_px(point))
 
     def die_side_px(self, point_mm: Sequence[float]) -> float:
         """Expected side of a die's top face in pixels with its centre at ``point_mm``.
