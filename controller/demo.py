@@ -142,7 +142,7 @@ class LineBetSubscriber:
                 what = f"odds on {s.base}" + (f" {s.number}" if s.number else "")
             won = s.payout - s.vig if s.result == "win" else (-s.stake if s.result == "lose" else 0)
             self.on_line(f"  settled  {s.player:<6} {what:<18} {s.result:<5} stake {cents(s.stake):>8}  "
-                         f"{'+' if won >= 0 else ''}{cents(won):>8}   bankroll {cents(self.bankroll[s.player])}")
+                         f"{('+' if won >= 0 else '') + cents(won):>9}   bankroll {cents(self.bankroll[s.player])}")
         self._put_up_odds()
 
     def _place(self, req: dict) -> None:

@@ -96,6 +96,28 @@ def source_table_area(source: object) -> list[tuple[float, float]] | None:
     return polygon_from_zones(zones, hom)
 
 
+def journal_roll_ids(journal_path, after_seq: int, limit: int = 100_000) -> dict[str, int]:
+    """``{roll_id: seq}`` of the ``"roll"`` messages in the bus journal at ``journal_path`` with a
+    sequence number above ``after_seq`` (read-only; empty if the journal does not exist yet)."""
+    import json
+    from pathlib import Path
+
+    from bus.journal import Journal
+
+    if not Path(journal_path).exists():
+        return {}
+    journal = Journal(Path(journal_path), readonly=True)
+    try:
+        out = {}
+        for seq, wire in journal.read_from(after_seq + 1, limit):
+            env = json.loads(wire)
+            if env.get("topic") == "roll" and isinstance(env.get("body"), dict):
+                out[str(env["body"].get("roll_id"))] = seq
+        return out
+    finally:
+        journal.close()
+
+
 @dataclass
 class ServiceStats:
     """Counters and timings of a service run.
@@ -135,13 +157,17 @@ class TableService:
         min_presence: see ``[vision] min_presence``.
         area: the table area polygon in pixels (``None``: the whole frame).
         on_message: ``callback(topic, body, envelope)`` after each publish (demo printing, tests).
+        journalled_rolls: ``f(after_seq) -> {roll_id: seq}`` of the roll messages the bus journal
+            holds after ``after_seq`` (see :func:`journal_roll_ids`), so that a verdict published
+            just before a crash, but not yet marked, is not published twice on restart.
     """
 
     def __init__(self, *, table_id: str, store: StateStore, publisher: Publisher, lamps: LampController,
                  reader: Reader, lifecycle: RollLifecycle, motion: MotionDetector, policy: Policy = NY_5324,
                  min_confidence: float = 0.8, min_presence: float = 0.3,
                  area: Sequence[tuple[float, float]] | None = None,
-                 on_message: Callable[[str, dict, dict], None] | None = None) -> None:
+                 on_message: Callable[[str, dict, dict], None] | None = None,
+                 journalled_rolls: Callable[[int], dict[str, int]] | None = None) -> None:
         self.table_id = table_id
         self.store = store
         self.publisher = publisher
@@ -154,6 +180,7 @@ class TableService:
         self.min_presence = float(min_presence)
         self.area = None if area is None else np.asarray(area, dtype=np.float32).reshape(-1, 1, 2)
         self.on_message = on_message
+        self.journalled_rolls = journalled_rolls
         self.stats = ServiceStats()
         self._fault = False
         self._started = False
@@ -167,7 +194,12 @@ class TableService:
         if self._started:
             return
         self._started = True
-        for body in self.store.unpublished():
+        pending = self.store.unpublished()
+        sent = self.journalled_rolls(self.store.last_published_seq()) if pending and self.journalled_rolls else {}
+        for body in pending:
+            if body.get("roll_id") in sent:  # published, but stopped before marking it
+                self.store.mark_published(body["roll_id"], sent[body["roll_id"]])
+                continue
             log.warning("publishing verdict %s committed before a restart", body.get("roll_id"))
             self._publish_verdict_body(body)
         self._publish("state", {"event": "start", "game": self._game_json(self.store.state)})

@@ -24,7 +24,7 @@ from camera.base import FrameError, FrameSource
 from controller.config import ConfigError, TableConfig, load_config
 from controller.lamps import GpioLampDriver, LampController, LampDriver, NullLampDriver
 from controller.lifecycle import MotionDetector, RollLifecycle
-from controller.service import TableService, source_table_area
+from controller.service import TableService, journal_roll_ids, source_table_area
 from controller.store import StateStore, StoreError
 
 log = logging.getLogger("controller.service_cli")
@@ -241,5 +241,6 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         motion=MotionDetector(area, threshold=v.motion_threshold, min_fraction=v.motion_min_fraction,
                               width=v.motion_width),
         policy=cfg.rules.build(), min_confidence=v.min_confidence, min_presence=v.min_presence,
-        area=area, on_message=on_message)
+        area=area, on_message=on_message,
+        journalled_rolls=lambda after: journal_roll_ids(cfg.bus.journal_path, after))
     return service, publisher

@@ -81,6 +81,7 @@ def make_service(tmp_path, publisher, **vision):
         "vision": {"still_frames": 5, "rest_timeout_s": 2.0, **vision},
         "lamps": {"driver": "none"},
         "state": {"db": str(tmp_path / "state.sqlite")},
+        "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")},
     })
     service, _ = build_service(cfg, source=None, publisher=publisher, lamp_driver=NullLampDriver(),
                                reader=fake_reader)
@@ -253,6 +254,36 @@ def test_messages_over_the_real_bus(tmp_path):
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
 
 
+def test_restart_after_publish_before_mark_sends_no_duplicate(tmp_path):
+    import sqlite3
+
+    from bus.publisher import RollPublisher
+
+    bus_cfg = _real_bus(tmp_path)
+    pub = RollPublisher(bus_cfg, "t-test")
+    service = make_service(tmp_path, pub)
+    bodies, t = run_throws(service, [[(2, 100, 100), (2, 200, 120)], [(5, 100, 100), (6, 200, 120)]])
+    service.close()
+    pub.close()
+    db = sqlite3.connect(tmp_path / "state.sqlite")  # the crash: published, mark not written
+    with db:
+        db.execute("UPDATE verdicts SET published_seq = NULL WHERE roll_id = ?", (bodies[-1]["roll_id"],))
+    db.close()
+    pub = RollPublisher(bus_cfg, "t-test")
+    try:
+        again = make_service(tmp_path, pub)
+        again.start()
+        assert again.store.unpublished() == []
+        run_throws(again, [[(1, 100, 100), (3, 200, 120)]], t0=t + 1)
+        again.close()
+        envs = _drain(bus_cfg, tmp_path, want=3)
+    finally:
+        pub.close()
+    ids = [e["body"]["roll_id"] for e in envs if e["topic"] == "roll"]
+    assert ids == ["t-test-00000001", "t-test-00000002", "t-test-00000003"]
+    assert envs[-1]["body"]["game"]["outcome"] == "point-made"
+
+
 def _labels(photo: Path) -> list[int]:
     lab = TRAY / "labels" / (photo.stem + ".txt")
     return sorted(int(line.split()[0]) + 1 for line in lab.read_text().split("\n") if line.strip())
@@ -288,7 +319,6 @@ def test_replay_of_shared_photos_publishes_a_verdict_per_photo(tmp_path):
     finally:
         pub.close()
     rolls = [e["body"] for e in envs if e["topic"] == "roll"]
-    print([(Path(b["frame"]["source"]).name, b["verdict"], b["reason"], b["frame"]["index"]) for b in rolls])
     assert len(rolls) == len(chosen)
     assert [Path(b["frame"]["source"]).name for b in rolls] == [p.name for p in chosen]
     from controller.reasons import Reason
