@@ -335,3 +335,79 @@ def test_replay_of_shared_photos_publishes_a_verdict_per_photo(tmp_path):
     n_roll = sum(b["verdict"] == "roll" for b in rolls)
     print(f"\nreplay: {len(chosen)} photos, {n_roll} valid rolls, "
           f"{[b['reason'] for b in rolls if b['verdict'] != 'roll']}")
+
+
+def test_service_drives_gpio_lamps(tmp_path):
+    from gpiozero.pins.mock import MockFactory
+
+    from controller.lamps import GpioLampDriver
+
+    pins = {"point-4": 5, "point-5": 6, "point-6": 13, "point-8": 19, "point-9": 26, "point-10": 21,
+            "puck-on": 20, "no-roll": 16, "call-boxperson": 12, "bets-closed": 25, "fault": 24}
+    factory = MockFactory()
+    cfg = TableConfig.model_validate({
+        "table": {"id": "t-test"}, "vision": {"still_frames": 5},
+        "state": {"db": str(tmp_path / "state.sqlite")},
+        "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")}})
+    driver = GpioLampDriver(pins, pin_factory=factory)
+    service, _ = build_service(cfg, None, publisher=ListPublisher(), lamp_driver=driver, reader=fake_reader)
+
+    def lit():
+        return {n for n, p in pins.items() if factory.pin(p).state}
+
+    service.start()
+    frames, t, i = throw_frames([(4, 100, 100), (4, 200, 120)], 0.0)
+    seen_closed = False
+    for f in frames:
+        service.process(f)
+        seen_closed |= "bets-closed" in lit()
+    assert seen_closed  # while the dice were in motion
+    assert lit() == {"point-8", "puck-on"}
+    frames, t, i = throw_frames([(4, 100, 100)], t, start_index=i)  # one die: no roll
+    for f in frames:
+        service.process(f)
+    assert service.lamps.shown["no-roll"] == "flash" and {"point-8", "puck-on"} <= lit()
+    service.close()
+    assert lit() == set()  # safe state on close
+    factory.close()
+
+
+@pytest.mark.shared
+def test_run_command_on_a_replay(tmp_path, capsys):
+    import argparse
+    import sqlite3
+
+    from controller import service_cli
+
+    photos = sorted((TRAY / "images").glob("*.jpg"))[:2] if (TRAY / "images").is_dir() else []
+    if not photos:
+        pytest.skip(f"shared photos absent: {TRAY}")
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for p in photos:
+        (folder / p.name).symlink_to(p)
+    bus_cfg = _real_bus(tmp_path)
+    text = (Path(__file__).resolve().parents[1] / "config" / "table.toml").read_text()
+    for old, new in [('"tcp://127.0.0.1:5556"', f'"{bus_cfg.pub_endpoint}"'),
+                     ('"tcp://127.0.0.1:5557"', f'"{bus_cfg.replay_endpoint}"'),
+                     ('"var/bus/journal.sqlite"', f'"{bus_cfg.journal_path}"'),
+                     ('"var/bus/keys"', f'"{bus_cfg.keys_dir}"'),
+                     ('"var/state/table.sqlite"', f'"{tmp_path / "state.sqlite"}"')]:
+        assert old in text
+        text = text.replace(old, new)
+    (tmp_path / "table.toml").write_text(text)
+    parser = argparse.ArgumentParser()
+    service_cli.add_arguments("run", parser)
+    args = parser.parse_args(["--config", str(tmp_path / "table.toml"), "--source", f"replay:{folder}",
+                              "--log-level", "WARNING"])
+    assert service_cli.run("run", args) == 0
+    db = sqlite3.connect(tmp_path / "state.sqlite")
+    rows = db.execute("SELECT roll_id, published_seq FROM verdicts ORDER BY n").fetchall()
+    db.close()
+    assert [r[0] for r in rows] == ["table-1-00000001", "table-1-00000002"]
+    assert all(r[1] is not None and r[1] > 0 for r in rows)
+    # missing keys: exit 2 naming bus.keys_dir
+    (tmp_path / "table.toml").write_text(text.replace(str(bus_cfg.keys_dir), str(tmp_path / "nokeys")))
+    args = parser.parse_args(["--config", str(tmp_path / "table.toml"), "--source", f"replay:{folder}"])
+    assert service_cli.run("run", args) == 2
+    assert "bus.keys_dir" in capsys.readouterr().err
