@@ -43,6 +43,7 @@ up), ``bridge-silent`` (no traffic for ``bridge_timeout_s``), ``bus-down``, ``bu
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -126,11 +127,22 @@ class HealthMonitor:
         config: thresholds (:class:`HealthConfig`).
 
     All ``now`` arguments are seconds on one monotonic clock chosen by the caller
-    (``time.monotonic()`` in the service, a fake in tests). Times that go backwards raise
-    ``ValueError``.
+    (``time.monotonic()`` in the service, a fake in tests). Events may come from other threads
+    (the firmware link's listener thread): every method holds a lock, and a time up to
+    ``MAX_REORDER_S`` older than the latest seen (two threads that read the clock in one order
+    and call in the other) is taken as the latest. Further back raises ``ValueError`` (a wrong
+    clock).
+
+    Wiring the firmware bridge (``firmware_bridge.link.FirmwareLink``)::
+
+        link.add_link_listener(lambda st: health.bridge(time.monotonic(), st.up and st.rolls_allowed,
+                                                        st.reason))
     """
 
+    MAX_REORDER_S = 1.0
+
     def __init__(self, config: HealthConfig | None = None) -> None:
+        self._lock = threading.RLock()
         self.config = config or HealthConfig()
         self._last_frame_t: float | None = None
         self._digest: bytes | str | None = None
@@ -150,7 +162,9 @@ class HealthMonitor:
 
     def _time(self, now: float) -> float:
         if self._last_now is not None and now < self._last_now:
-            raise ValueError(f"health: time went backwards ({now} < {self._last_now})")
+            if self._last_now - now > self.MAX_REORDER_S:
+                raise ValueError(f"health: time went backwards ({now} < {self._last_now})")
+            now = self._last_now
         self._last_now = now
         if self._started is None:
             self._started = now
@@ -160,39 +174,47 @@ class HealthMonitor:
     def frame(self, now: float, digest: bytes | str) -> None:
         """A frame was read at ``now`` with pixel digest ``digest`` (:func:`frame_digest`, or
         the frame's SHA-256 hex the controller computes anyway)."""
-        self._time(now)
-        self._last_frame_t = now
-        self._camera_error = None
-        if digest != self._digest:
-            self._digest = digest
-            self._digest_since = now
+        with self._lock:
+            now = self._time(now)
+            self._last_frame_t = now
+            self._camera_error = None
+            if digest != self._digest:
+                self._digest = digest
+                self._digest_since = now
 
     def frame_error(self, now: float, detail: str) -> None:
         """The frame source raised (``camera.base.FrameError``): ``camera-error`` until the
         next good frame."""
-        self._time(now)
-        self._camera_error = detail or "frame source error"
+        with self._lock:
+            self._time(now)
+            self._camera_error = detail or "frame source error"
 
     def bridge(self, now: float, up: bool, detail: str = "") -> None:
         """The firmware bridge link is up (any message from the microcontroller counts) or
         down (``detail`` says why)."""
-        self._time(now)
-        self._bridge_up = up
-        self._bridge_detail = detail
-        if up:
-            self._bridge_seen = now
+        with self._lock:
+            now = self._time(now)
+            self._bridge_up = up
+            self._bridge_detail = detail
+            if up:
+                self._bridge_seen = now
 
     def bus(self, now: float, up: bool, detail: str = "") -> None:
         """A publish or heartbeat on the roll bus succeeded (``up``) or failed."""
-        self._time(now)
-        self._bus_up = up
-        self._bus_detail = detail
-        if up:
-            self._bus_seen = now
+        with self._lock:
+            now = self._time(now)
+            self._bus_up = up
+            self._bus_detail = detail
+            if up:
+                self._bus_seen = now
 
     # -- decision ------------------------------------------------------------------------
     def faults(self, now: float) -> dict[str, str]:
         """The faults present at ``now`` (before hysteresis): reason -> detail."""
+        with self._lock:
+            return self._faults(max(now, self._last_now or now))
+
+    def _faults(self, now: float) -> dict[str, str]:
         c = self.config
         out: dict[str, str] = {}
         lost = True
@@ -227,33 +249,34 @@ class HealthMonitor:
         A reason becomes active as soon as its fault is present and clears once the fault has
         been absent for ``recover_after_s``.
         """
-        self._time(now)
-        present = self.faults(now)
-        entered = []
-        for reason in present:
-            self._clear_since.pop(reason, None)
-            if reason not in self._active:
-                self._active[reason] = now
-                entered.append(reason)
-        cleared = []
-        for reason in list(self._active):
-            if reason in present:
-                continue
-            gone_since = self._clear_since.setdefault(reason, now)
-            if now - gone_since >= self.config.recover_after_s:
-                del self._active[reason]
-                del self._clear_since[reason]
-                cleared.append(reason)
-        if self._active and self._safe_since is None:
-            self._safe_since = now
-        elif not self._active:
-            self._safe_since = None
-        details = {r: present.get(r, "clearing") for r in self._active}
-        return HealthStatus(
-            safe_state=bool(self._active),
-            reasons=tuple(sorted(self._active)),
-            details=details,
-            entered=tuple(sorted(entered)),
-            cleared=tuple(sorted(cleared)),
-            since=self._safe_since,
-        )
+        with self._lock:
+            now = self._time(now)
+            present = self._faults(now)
+            entered = []
+            for reason in present:
+                self._clear_since.pop(reason, None)
+                if reason not in self._active:
+                    self._active[reason] = now
+                    entered.append(reason)
+            cleared = []
+            for reason in list(self._active):
+                if reason in present:
+                    continue
+                gone_since = self._clear_since.setdefault(reason, now)
+                if now - gone_since >= self.config.recover_after_s:
+                    del self._active[reason]
+                    del self._clear_since[reason]
+                    cleared.append(reason)
+            if self._active and self._safe_since is None:
+                self._safe_since = now
+            elif not self._active:
+                self._safe_since = None
+            details = {r: present.get(r, "clearing") for r in self._active}
+            return HealthStatus(
+                safe_state=bool(self._active),
+                reasons=tuple(sorted(self._active)),
+                details=details,
+                entered=tuple(sorted(entered)),
+                cleared=tuple(sorted(cleared)),
+                since=self._safe_since,
+            )

@@ -149,8 +149,11 @@ def test_camera_error_until_next_good_frame():
 def test_time_going_backwards_and_bad_config_are_refused():
     h = HealthMonitor()
     h.check(5.0)
+    h.frame(4.7, b"x")  # another thread read the clock first: taken as 5.0
+    assert h.faults(5.0) == {"bridge-down": "bridge has not reported up yet",
+                             "bus-down": "bus has not reported up yet"}
     with pytest.raises(ValueError, match="backwards"):
-        h.frame(4.0, b"x")
+        h.frame(3.9, b"x")
     with pytest.raises(ValidationError):
         HealthConfig(frame_timeout_s=3.0)  # would break the 1 s promise
     with pytest.raises(ValidationError):
@@ -167,3 +170,34 @@ def test_frame_digest_tells_frames_apart():
     assert frame_digest(a, row_step=1) != frame_digest(c, row_step=1)  # ...unless asked
     assert frame_digest(a) != frame_digest(a.reshape(30, 20, 3))
     assert len(frame_digest(a)) == 16
+
+
+def test_events_from_another_thread_with_the_real_clock():
+    import threading
+    import time
+
+    h = HealthMonitor(HealthConfig(require_bus=False, recover_after_s=0.0))
+    stop = threading.Event()
+
+    def link_thread():  # a firmware link listener flapping the bridge
+        up = True
+        while not stop.is_set():
+            h.bridge(time.monotonic(), up=up, detail="" if up else "link lost")
+            up = not up
+            time.sleep(0.001)
+
+    t = threading.Thread(target=link_thread)
+    t.start()
+    seen = set()
+    try:
+        end = time.monotonic() + 0.5
+        i = 0
+        while time.monotonic() < end:
+            h.frame(time.monotonic(), b"%d" % i)
+            i += 1
+            seen.update(h.check(time.monotonic()).reasons)
+    finally:
+        stop.set()
+        t.join(5)
+    assert seen <= {"bridge-down", "camera-no-frame"}
+    assert "bridge-down" in seen
