@@ -1,0 +1,436 @@
+"""Irregularity detectors: what the camera saw -> the observations the verdict is made from (pure).
+
+:func:`observe_throw` takes the dice the reader found at rest, the table calibration
+(homography pixels -> table millimetres and the zone polygons), the objects on the layout a
+die may rest on (chip stacks), the motion track of the throw and the far-wall sensor's strike
+times, and returns :class:`ObservedThrow`: one :class:`~controller.verdict.DieObservation` per
+die (zone, on the other die, sides resting on objects, the reading with the value that
+*counts*) and the :class:`~controller.verdict.ThrowFacts` (far-wall strike, timeout). The
+verdict (:func:`controller.verdict.decide`, under the profile's policy) does the rest;
+:func:`judge` does both.
+
+What is detected, and from what (9 NYCRR 5324.52):
+
+* a die or both dice leave the table, (k)(1): fewer than two dice at rest inside the zones
+  (a die seen outside every zone is ``"off-table"``);
+* one die on top of the other, (k)(1): two dice whose felt-plane centres are closer than
+  ``on_die_ratio`` x the die side (two dice lying on the felt are never closer than one side);
+  a die not flat within ``leaning_ratio`` x side of the other die (it rests on it); one die
+  region of more than ``merged_area_ratio`` x the die's area (the lower die mostly hidden: a
+  hidden die with no value is added so that the verdict sees two dice);
+* a die at rest in the chip bank (k)(2)(iii), in the dice cup or on a rail (k)(2)(iv): the zone
+  of its centre in table mm; on the rail the die's top is ``wall_height`` above the felt, so its
+  centre is corrected for parallax with the height estimated from its apparent size (camera
+  height from calibration);
+* a die failing to strike the far end, (k)(2)(ii) and (g): each die's motion track (centres in
+  table mm) must enter the ``far_wall_band`` zone; a wall-strike sensor's timestamps count too
+  (none: missed; two or more: struck; one: the track decides);
+* a cocked die, (h)(1)(i): for a die the reader marks not flat, the objects it touches (chip
+  stacks under or beside it, the rails, the chip bank) give the sides resting on objects. More
+  than one side: void (``sides_resting`` > 1). Its bottom on a chip stack: the face opposite it
+  is the face seen uppermost, which counts. Leaning sideways on an object, or no object found:
+  the counted face is one the camera cannot see, so which face is uppermost is in dispute and
+  the reading's value is withdrawn (``face-unreadable``: boxperson, (h)(1)(ii)). With the
+  profile option ``cocked = "as-read"`` (house practice) the face seen uppermost counts;
+* a dispute as to which face is uppermost, (h)(1)(ii): a value the reader is not sure of (left
+  to the verdict's ``min_confidence``).
+
+The die layout (1-6, 2-5, 3-4 opposite) is N.J.A.C. 13:47-20.25(b)2viii: :func:`opposite_face`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+
+from controller.irregularity_profile import COCKED_AS_READ, IrregularityProfile
+from controller.policy import NY_5324
+from controller.verdict import ZONE_PLAYING, DieObservation, ThrowFacts, Verdict, decide
+from vision.types import DieReading
+
+#: Die side in millimetres when the calibration does not say: 0.75 in, N.J.A.C. 13:47-20.25(b)2i.
+DIE_SIZE_MM = 19.05
+
+#: Calibration zone name -> verdict zone name (controller/verdict.py).
+ZONE_MAP = {
+    "playing": ZONE_PLAYING,
+    "far_wall_band": ZONE_PLAYING,
+    "chip_bank": "chip_bank",
+    "dice_cup": "dice_cup",
+    "rails": "rail",
+    "rail": "rail",
+}
+
+
+def opposite_face(value: int) -> int:
+    """The value on the face opposite ``value``: 1-6, 2-5, 3-4 (N.J.A.C. 13:47-20.25(b)2viii).
+
+    Raises:
+        ValueError: ``value`` is not 1..6.
+    """
+    if not isinstance(value, int) or not 1 <= value <= 6:
+        raise ValueError(f"die face value must be 1..6, got {value!r}")
+    return 7 - value
+
+
+@dataclass(frozen=True, slots=True)
+class TableObject:
+    """An object on the layout a die may rest on or lean against (a stack of chips: a wager).
+
+    Attributes:
+        x_mm, y_mm: centre in table millimetres.
+        radius_mm: footprint radius, mm (a chip: 19.5).
+        height_mm: height above the felt, mm (3.3 per chip).
+        kind: what it is, for notes (``"chips"``).
+    """
+
+    x_mm: float
+    y_mm: float
+    radius_mm: float
+    height_mm: float
+    kind: str = "chips"
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerances:
+    """Geometric thresholds, as multiples of the die side (so they hold for any camera).
+
+    Attributes:
+        on_die_ratio: two dice centres closer than this: one is on the other (two dice on the
+            felt are at least one side apart).
+        leaning_ratio: a die not flat with its centre this close to the other die rests on it.
+        merged_area_ratio: a lone die region larger than this x the die's area holds two dice.
+        support_margin: a die centre within a stack's radius + this: its bottom rests on it.
+        contact_margin: within a stack's radius + this: it touches the stack.
+        lean_min_height: a stack lower than this cannot be leaned against sideways (the die
+            rests on its top edge instead).
+        wall_contact: a die centre within this of the playing area's edge touches the rail.
+        strike_gap_s: wall-sensor strikes closer than this are one strike (seconds).
+    """
+
+    on_die_ratio: float = 0.8
+    leaning_ratio: float = 1.15
+    merged_area_ratio: float = 1.45
+    support_margin: float = 0.35
+    contact_margin: float = 0.9
+    lean_min_height: float = 0.6
+    wall_contact: float = 0.75
+    strike_gap_s: float = 0.005
+
+
+@dataclass(frozen=True)
+class ObservedThrow:
+    """What :func:`observe_throw` found.
+
+    Attributes:
+        observations: one per die (the hidden lower die of a die-on-die included), in the
+            order of the readings.
+        facts: throw facts for the verdict.
+        positions_mm: each observation's centre on the felt in table mm (``None`` without a
+            calibration; pixels are not millimetres).
+        notes: one line per finding, for logs and the boxperson's screen.
+    """
+
+    observations: tuple[DieObservation, ...]
+    facts: ThrowFacts
+    positions_mm: tuple[tuple[float, float] | None, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def _poly_centroid(poly: np.ndarray) -> tuple[float, float]:
+    return float(np.mean(poly[:, 0])), float(np.mean(poly[:, 1]))
+
+
+def _dist_to_boundary(poly: np.ndarray, p: tuple[float, float]) -> float:
+    """Distance (same units) from ``p`` to the nearest edge of a closed polygon (N, 2)."""
+    best = math.inf
+    n = len(poly)
+    for i in range(n):
+        a, b = poly[i], poly[(i + 1) % n]
+        ab = b - a
+        denom = float(ab @ ab)
+        t = 0.0 if denom == 0 else max(0.0, min(1.0, float((np.asarray(p) - a) @ ab) / denom))
+        q = a + t * ab
+        best = min(best, math.hypot(p[0] - q[0], p[1] - q[1]))
+    return best
+
+
+class _Geometry:
+    """Pixel -> felt mm with parallax correction; zone lookup. Wraps a calibration
+    (``camera.calibration.Calibration`` or anything with ``to_mm``, ``zone_of``, ``zones``,
+    ``die_side_px``, ``die_size_mm``, ``camera_height_mm``)."""
+
+    def __init__(self, cal, nadir_mm: tuple[float, float] | None, wall_height_mm: float) -> None:
+        self.cal = cal
+        self.size = float(getattr(cal, "die_size_mm", DIE_SIZE_MM) or DIE_SIZE_MM)
+        self.D = getattr(cal, "camera_height_mm", None)
+        zones = getattr(cal, "zones", {}) or {}
+        self.zones = {k: np.asarray(v, dtype=np.float64).reshape(-1, 2) for k, v in zones.items()}
+        playing = self.zones.get("playing")
+        if nadir_mm is None and playing is not None:
+            nadir_mm = _poly_centroid(playing)
+        self.nadir = nadir_mm
+        self.wall_height = float(wall_height_mm)
+
+    def expected_side_px(self, p_mm: tuple[float, float]) -> float | None:
+        try:
+            return float(self.cal.die_side_px(p_mm))
+        except (AttributeError, ValueError):
+            return None
+
+    def at_height(self, p_obs: np.ndarray, h_mm: float) -> tuple[float, float]:
+        """Felt point under a point seen at height ``h_mm`` (pinhole over ``nadir``)."""
+        if self.D is None or self.nadir is None or h_mm <= 0:
+            return float(p_obs[0]), float(p_obs[1])
+        k = (self.D - h_mm) / self.D
+        n = np.asarray(self.nadir)
+        q = n + (np.asarray(p_obs) - n) * k
+        return float(q[0]), float(q[1])
+
+    def height_from_size(self, side_px: float, p_obs: np.ndarray) -> float | None:
+        """Height of a die's top face above the felt from its apparent side (mm), or ``None``."""
+        exp = self.expected_side_px((float(p_obs[0]), float(p_obs[1])))
+        if self.D is None or not exp or side_px <= 0:
+            return None
+        r = side_px / exp  # exp is the top face of a die on the felt (height = size)
+        return float(self.D - (self.D - self.size) / r)
+
+    def zone(self, p: tuple[float, float]) -> str:
+        name = self.cal.zone_of(p)
+        if name is None:
+            return "off-table"
+        return ZONE_MAP.get(name, name)
+
+
+def _is_die(r: DieReading, min_presence: float) -> bool:
+    return not (r.value is None and r.confidence < min_presence)
+
+
+def _far_wall_from_track(track, band: np.ndarray | None, n_dice: int) -> bool | None:
+    """Each die's track must enter the far-wall band. ``None`` when the track cannot tell."""
+    if track is None or band is None:
+        return None
+    from camera.calibration import point_in_polygon  # the even-odd test used for the zones
+
+    tracks = [list(t) for t in track if len(t) > 0]
+    if len(tracks) < max(1, n_dice):
+        return None
+    reached = [any(point_in_polygon(band, (float(p[1]), float(p[2]))) for p in t) for t in tracks]
+    return all(reached)
+
+
+def _far_wall_from_sensor(strikes: Sequence[float] | None, window: tuple[float, float] | None,
+                          gap_s: float) -> bool | None:
+    if strikes is None:
+        return None
+    ts = sorted(float(t) for t in strikes
+                if window is None or window[0] <= float(t) <= window[1])
+    distinct = 0
+    last = -math.inf
+    for t in ts:
+        if t - last > gap_s:
+            distinct += 1
+        last = t
+    if distinct == 0:
+        return False
+    if distinct >= 2:
+        return True
+    return None
+
+
+def observe_throw(readings: Sequence[DieReading], *, calibration=None,
+                  profile: IrregularityProfile | None = None,
+                  objects: Sequence[TableObject] = (),
+                  track: Sequence[Sequence[tuple[float, float, float]]] | None = None,
+                  wall_strikes: Sequence[float] | None = None,
+                  window: tuple[float, float] | None = None,
+                  timed_out: bool = False,
+                  min_presence: float = 0.3,
+                  camera_nadir_mm: tuple[float, float] | None = None,
+                  wall_height_mm: float = 200.0,
+                  tolerances: Tolerances = Tolerances()) -> ObservedThrow:
+    """Turn the dice seen at rest into verdict observations (see the module docstring).
+
+    Args:
+        readings: the reader's dice (``vision.reader.read_dice``); a reading with no value and
+            confidence below ``min_presence`` is not a die and is dropped.
+        calibration: ``camera.calibration.Calibration`` (pixels -> table mm, zones, die size,
+            camera height). ``None``: every die is in the playing area and distances are in
+            pixels with the die side taken from the readings.
+        profile: the jurisdiction profile (``None``: 9 NYCRR 5324.52 detection).
+        objects: chip stacks on the layout (table mm).
+        track: the motion track of the throw: per die a sequence of ``(t_s, x_mm, y_mm)``
+            (controller/track.py), or ``None`` when not tracked.
+        wall_strikes: times (seconds, the frame clock) of far-wall sensor strikes, or ``None``
+            when the rig has no sensor.
+        window: ``(t_throw_start, t_rest)``: strikes outside it are not of this throw.
+        timed_out: the throw did not come to rest in time.
+        min_presence: 0..1.
+        camera_nadir_mm: the felt point straight under the camera (default: the centre of the
+            "playing" zone, as for a camera over the middle of the table).
+        wall_height_mm: height of the rail tops above the felt, mm.
+        tolerances: thresholds (:class:`Tolerances`).
+
+    Returns:
+        :class:`ObservedThrow`.
+    """
+    tol = tolerances
+    cocked_as_read = profile is not None and profile.cocked == COCKED_AS_READ
+    dice = [r for r in readings if _is_die(r, min_presence)]
+    notes: list[str] = []
+    geo = _Geometry(calibration, camera_nadir_mm, wall_height_mm) if calibration is not None else None
+
+    # --- where each die is: felt-plane position and zone ---------------------------------------
+    positions: list[tuple[float, float] | None] = []
+    zones: list[str] = []
+    sides_px: list[float] = []
+    for r in dice:
+        if geo is None:
+            positions.append(None)
+            zones.append(ZONE_PLAYING)
+            continue
+        p_obs = geo.cal.to_mm([[float(r.centre[0]), float(r.centre[1])]])[0]
+        p = geo.at_height(p_obs, geo.size)  # a die on the felt: its top face is one side up
+        zone = geo.zone(p)
+        if zone in ("off-table", "rail"):
+            h = geo.height_from_size(r.side_px, p_obs)
+            if h is not None and h > geo.size + 0.4 * geo.wall_height:
+                p_h = geo.at_height(p_obs, h)
+                if geo.zone(p_h) == "rail":
+                    p, zone = p_h, "rail"
+                    notes.append(f"die at ({p[0]:.0f}, {p[1]:.0f}) mm is {h:.0f} mm up: on the rail, (k)(2)(iv)")
+        if zone != ZONE_PLAYING:
+            notes.append(f"die {r.value} at ({p[0]:.0f}, {p[1]:.0f}) mm rests in zone {zone}")
+        positions.append(p)
+        zones.append(zone)
+    size = geo.size if geo is not None else None
+
+    def side_of(i: int) -> float:
+        """The die side in the units of ``positions`` (mm) or pixels without calibration."""
+        if size is not None:
+            return size
+        known = [r.side_px for r in dice if r.side_px > 0]
+        return float(np.median(known)) if known else 20.0
+
+    def where(i: int) -> tuple[float, float]:
+        p = positions[i]
+        return p if p is not None else (float(dice[i].centre[0]), float(dice[i].centre[1]))
+
+    def expected_px(i: int) -> float | None:
+        if geo is not None and positions[i] is not None:
+            return geo.expected_side_px(positions[i])
+        known = sorted(r.side_px for r in dice if r.side_px > 0)
+        return known[0] if len(known) >= 2 else None
+
+    in_play = [i for i, z in enumerate(zones) if z == ZONE_PLAYING]
+    on_die = [False] * len(dice)
+    sides_resting = [0] * len(dice)
+    values: list[DieReading] = list(dice)
+    hidden: list[DieReading] = []
+
+    # --- one die on top of the other, 5324.52(k)(1) -------------------------------------------
+    for a_i, a in enumerate(in_play):
+        for b in in_play[a_i + 1:]:
+            s = side_of(a)
+            pa, pb = where(a), where(b)
+            d = math.hypot(pa[0] - pb[0], pa[1] - pb[1])
+            leaning = (not dice[a].flat or not dice[b].flat) and d < tol.leaning_ratio * s
+            if d < tol.on_die_ratio * s or leaning:
+                upper = a if (not dice[a].flat, dice[a].side_px) >= (not dice[b].flat, dice[b].side_px) else b
+                on_die[upper] = True
+                notes.append(f"dice {d:.1f} apart (side {s:.1f}): die {dice[upper].value} rests on the other, (k)(1)")
+    if len(in_play) == 1:
+        i = in_play[0]
+        exp = expected_px(i)
+        if exp and dice[i].side_px ** 2 > tol.merged_area_ratio * exp ** 2:
+            on_die[i] = True
+            r = dice[i]
+            hidden.append(DieReading(value=None, bbox=r.bbox, centre=r.centre, confidence=0.0, flat=True,
+                                     side_px=0.0, extra={"hidden": True}))
+            notes.append(f"one die region of {dice[i].side_px:.1f} px side (die {exp:.1f} px): "
+                         "a die on the other die, the lower one hidden, (k)(1)")
+
+    # --- cocked dice, 5324.52(h)(1)(i) ---------------------------------------------------------
+    playing = geo.zones.get("playing") if geo is not None else None
+    bank = geo.zones.get("chip_bank") if geo is not None else None
+    for i in in_play:
+        r = dice[i]
+        if r.flat or on_die[i]:
+            continue
+        s = side_of(i)
+        p = where(i)
+        support: list[str] = []
+        lean: list[str] = []
+        if positions[i] is not None:
+            for o in objects:
+                d = math.hypot(p[0] - o.x_mm, p[1] - o.y_mm)
+                if d < o.radius_mm + tol.support_margin * s:
+                    support.append(f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
+                elif d < o.radius_mm + tol.contact_margin * s:
+                    (lean if o.height_mm >= tol.lean_min_height * s else support).append(
+                        f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
+            if playing is not None and _dist_to_boundary(playing, p) < tol.wall_contact * s:
+                lean.append("rail")
+            if bank is not None and _dist_to_boundary(bank, p) < tol.contact_margin * s:
+                lean.append("chip bank")
+        n_sides = (1 if support else 0) + len(lean)
+        if n_sides > 1:
+            sides_resting[i] = n_sides
+            notes.append(f"cocked die {r.value}: {n_sides} sides rest on objects ({', '.join(support + lean)}): "
+                         "void, (h)(1)(i)")
+            continue
+        if cocked_as_read:
+            notes.append(f"cocked die read as seen: {r.value} (house practice)")
+            continue
+        if support and r.value is not None:
+            sides_resting[i] = 1
+            notes.append(f"cocked die: bottom side {opposite_face(r.value)} rests on {support[0]}; "
+                         f"the opposite face {r.value} counts, (h)(1)(i)")
+            continue
+        sides_resting[i] = 1 if lean else 0
+        what = f"leans on {lean[0]}" if lean else "rests on no object the camera knows"
+        notes.append(f"cocked die ({r.value} seen) {what}: which face is uppermost is in dispute, (h)(1)(ii)")
+        values[i] = replace(r, value=None, confidence=0.0, extra={**r.extra, "seen_value": r.value})
+
+    observations = [DieObservation(values[i], zone=zones[i], on_die=on_die[i], sides_resting=sides_resting[i])
+                    for i in range(len(dice))]
+    for h in hidden:
+        observations.append(DieObservation(h, zone=ZONE_PLAYING, on_die=False))
+        positions.append(positions[in_play[0]] if in_play else None)
+
+    # --- far-wall strike, 5324.52(k)(2)(ii) and (g) --------------------------------------------
+    band = geo.zones.get("far_wall_band") if geo is not None else None
+    by_track = _far_wall_from_track(track, band, 2)
+    by_sensor = _far_wall_from_sensor(wall_strikes, window, tol.strike_gap_s)
+    if by_sensor is False:
+        struck = False
+    elif by_track is not None:
+        struck = by_track
+    else:
+        struck = by_sensor
+    if struck is False:
+        notes.append("a die did not strike the far wall "
+                      f"({'sensor: no strike' if by_sensor is False else 'track: not in the far-wall band'}), (k)(2)(ii)")
+    facts = ThrowFacts(timed_out=timed_out, struck_far_wall=struck)
+    return ObservedThrow(tuple(observations), facts, tuple(positions), tuple(notes))
+
+
+def judge(readings: Sequence[DieReading], *, profile: IrregularityProfile | None = None,
+          min_confidence: float = 0.8, **kwargs) -> tuple[Verdict, ObservedThrow]:
+    """:func:`observe_throw` then :func:`controller.verdict.decide` under the profile's policy.
+
+    Args:
+        readings: see :func:`observe_throw`.
+        profile: the jurisdiction profile (``None``: the built-in 9 NYCRR 5324.52 policy).
+        min_confidence: a value read with less confidence (0..1) is in dispute.
+        **kwargs: the other arguments of :func:`observe_throw`.
+
+    Returns:
+        ``(verdict, observed)``.
+    """
+    observed = observe_throw(readings, profile=profile, **kwargs)
+    policy = profile.policy if profile is not None else NY_5324
+    verdict = decide(observed.observations, observed.facts, policy=policy, min_confidence=min_confidence)
+    return verdict, observed

@@ -1,0 +1,145 @@
+"""Jurisdiction irregularity profiles (``config/irregularities/*.toml``) -> :class:`Policy` + detector options.
+
+A profile says, for **every** irregularity (reason code of :class:`controller.reasons.Reason`),
+what the table does: ``"no-roll"``, ``"read"`` (read the dice as the rule says) or
+``"boxperson"`` (a person decides, 9 NYCRR 5324.52(h)(1)(ii)(a)). It also says how the
+irregularity detector (controller/irregularity.py) reads a cocked die:
+``"opposite-resting-side"`` (9 NYCRR 5324.52(h)(1)(i)) or ``"as-read"`` (house practice).
+
+Shipped profiles: ``ny-5324`` (9 NYCRR 5324.52, casino), ``nj-13-47`` (N.J.A.C. 13:47-20.25,
+casino night), ``ny-4620`` (9 NYCRR 4620.3, casino night), ``house-practice``. Adding a
+jurisdiction is adding a file.
+
+Example::
+
+    from controller.irregularity_profile import load_profile
+    prof = load_profile("ny-5324")               # a shipped name, or a path to a .toml file
+    prof.policy.action(Reason.DIE_ON_DIE)        # Action.NO_ROLL
+
+Errors: :class:`ProfileError` (a ``ValueError``) naming the file and the key: an unknown key,
+a reason code left out, an unknown action, or an action the regulation forbids
+(``controller.policy.policy_from_mapping``).
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from controller.policy import Policy, policy_from_mapping
+from controller.reasons import Reason
+
+#: The folder of the shipped profiles.
+PROFILE_DIR = Path(__file__).resolve().parents[1] / "config" / "irregularities"
+#: Names of the shipped profiles.
+SHIPPED = ("ny-5324", "nj-13-47", "ny-4620", "house-practice")
+
+COCKED_RULE = "opposite-resting-side"
+COCKED_AS_READ = "as-read"
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used; the message names the file and the key."""
+
+
+class DetectSection(BaseModel):
+    """``[detect]``: options of the irregularity detector.
+
+    Attributes:
+        cocked: ``"opposite-resting-side"`` (9 NYCRR 5324.52(h)(1)(i)) or ``"as-read"``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cocked: Literal["opposite-resting-side", "as-read"] = COCKED_RULE
+
+
+class ProfileFile(BaseModel):
+    """The TOML document of one profile (every key checked, unknown keys refused)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=64)
+    description: str = ""
+    actions: dict[str, str]
+    detect: DetectSection = Field(default_factory=DetectSection)
+
+    @field_validator("actions")
+    @classmethod
+    def _every_reason(cls, v: dict[str, str]) -> dict[str, str]:
+        codes = [r.value for r in Reason]
+        unknown = [k for k in v if k not in codes]
+        if unknown:
+            raise ValueError(f"unknown reason code(s) {unknown}; known codes: {', '.join(codes)}")
+        missing = [c for c in codes if c not in v]
+        if missing:
+            raise ValueError(f"reason code(s) {missing} have no action (every irregularity must be listed)")
+        policy_from_mapping("check", v)  # unknown action / forbidden action, named by code
+        return v
+
+
+class IrregularityProfile:
+    """A loaded profile: the :class:`Policy` the verdict uses and the detector's options.
+
+    Attributes:
+        name: the profile's name (published with every verdict as ``policy``).
+        description: one line.
+        policy: :class:`controller.policy.Policy`.
+        cocked: how the detector reads a cocked die (see the module docstring).
+    """
+
+    __slots__ = ("name", "description", "policy", "cocked")
+
+    def __init__(self, name: str, policy: Policy, cocked: str = COCKED_RULE, description: str = "") -> None:
+        if cocked not in (COCKED_RULE, COCKED_AS_READ):
+            raise ProfileError(f"cocked: must be {COCKED_RULE!r} or {COCKED_AS_READ!r}, got {cocked!r}")
+        self.name = name
+        self.description = description
+        self.policy = policy
+        self.cocked = cocked
+
+    def __repr__(self) -> str:
+        return f"IrregularityProfile({self.name!r}, cocked={self.cocked!r})"
+
+
+def parse_profile(data: dict, where: str = "profile") -> IrregularityProfile:
+    """Validate a parsed TOML document.
+
+    Raises:
+        ProfileError: ``WHERE: key: message`` for each problem.
+    """
+    try:
+        doc = ProfileFile.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
+            msg = err.get("msg", "invalid")
+            if err.get("type") == "extra_forbidden":
+                msg = "unknown key"
+            lines.append(f"{where}: {key}: {msg}")
+        raise ProfileError("\n".join(lines)) from None
+    policy = policy_from_mapping(doc.name, doc.actions)
+    return IrregularityProfile(doc.name, policy, doc.detect.cocked, doc.description)
+
+
+def load_profile(name_or_path: str | Path) -> IrregularityProfile:
+    """Load a shipped profile by name (``"ny-5324"``, ...) or a profile file by path.
+
+    Raises:
+        ProfileError: no such profile or file, not TOML, or a bad key (named).
+    """
+    text = str(name_or_path)
+    path = PROFILE_DIR / f"{text}.toml" if text in SHIPPED else Path(name_or_path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read the profile ({exc.strerror or exc}); "
+                           f"shipped profiles: {', '.join(SHIPPED)}") from None
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    return parse_profile(data, str(path))

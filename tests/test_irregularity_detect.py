@@ -1,0 +1,181 @@
+"""Irregularity detectors (controller/irregularity.py) on synthetic readings: exact verdicts and reasons."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from camera.calibration import Calibration
+from controller.irregularity import TableObject, Tolerances, judge, observe_throw, opposite_face
+from controller.irregularity_profile import load_profile
+from controller.reasons import Reason
+from simulator.geometry import TableGeometry
+from vision.types import DieReading
+
+GEOM = TableGeometry()
+OFF = np.array([90.0, 80.0])  # pixel of table mm (0, 0)
+H = np.array([[1.0, 0.0, -OFF[0]], [0.0, 1.0, -OFF[1]], [0.0, 0.0, 1.0]])  # 1 px = 1 mm
+CAL = Calibration.from_homography(H, GEOM.zones(), camera_height_mm=1800.0)
+SIDE = CAL.die_side_px((550.0, 280.0))  # ~19.25 px
+CHIPS = (TableObject(330.0, 70.0, 19.5, 9.9), TableObject(300.0, 500.0, 19.5, 33.0))
+
+
+def die(x_mm, y_mm, value, *, flat=True, conf=0.97, side=None):
+    """A reading centred over table point (x, y) mm (the top face of a die on the felt)."""
+    n = np.array([550.0, 280.0])
+    p = n + (np.array([x_mm, y_mm]) - n) * 1800.0 / (1800.0 - 19.05)  # parallax of the top face
+    cx, cy = p + OFF
+    s = SIDE if side is None else side
+    return DieReading(value=value, bbox=(int(cx - s / 2), int(cy - s / 2), int(cx + s / 2), int(cy + s / 2)),
+                      centre=(float(cx), float(cy)), confidence=conf, flat=flat, side_px=float(s))
+
+
+def verdict(readings, profile="ny-5324", **kw):
+    v, obs = judge(readings, calibration=CAL, profile=load_profile(profile), objects=CHIPS, **kw)
+    return v.kind, (None if v.reason is None else v.reason.value), v.dice
+
+
+def test_opposite_faces():
+    assert [opposite_face(v) for v in range(1, 7)] == [6, 5, 4, 3, 2, 1]
+    with pytest.raises(ValueError, match="1..6"):
+        opposite_face(7)
+
+
+def test_clean_throw_is_a_roll():
+    assert verdict([die(600, 200, 3), die(700, 300, 4)]) == ("roll", None, (3, 4))
+
+
+def test_both_dice_off_table():
+    assert verdict([]) == ("no-roll", "dice-off-table", None)
+
+
+def test_one_die_off_table():
+    assert verdict([die(600, 200, 3)]) == ("no-roll", "die-off-table", None)
+
+
+def test_die_seen_outside_every_zone_is_outside_area():
+    assert verdict([die(600, 200, 3), die(600, -150, 2)]) == ("no-roll", "die-outside-area", None)
+
+
+def test_die_in_chip_bank():
+    x0, y0, x1, y1 = GEOM.bank_rect
+    assert verdict([die(600, 300, 3), die((x0 + x1) / 2, (y0 + y1) / 2, 5)]) == ("no-roll", "die-in-chip-bank", None)
+    # NJ: the boxperson rules on it
+    assert verdict([die(600, 300, 3), die((x0 + x1) / 2, (y0 + y1) / 2, 5)], "nj-13-47") == \
+        ("boxperson", "die-in-chip-bank", None)
+
+
+def test_die_in_dice_cup():
+    cx, cy = GEOM.cup_centre
+    assert verdict([die(600, 200, 3), die(cx, cy, 1)]) == ("no-roll", "die-in-dice-cup", None)
+
+
+def test_die_on_rail_found_from_its_height():
+    """A die on the near rail (top 219 mm up) is seen far outside the rail from above; its size
+    says how high it is, and the parallax-corrected centre is on the rail."""
+    n = np.array([550.0, 280.0])
+    true = np.array([400.0, -25.0])
+    h = GEOM.wall_height + 19.05
+    p = n + (true - n) * 1800.0 / (1800.0 - h)
+    side = SIDE * (1800.0 - 19.05) / (1800.0 - h)
+    r = DieReading(value=4, bbox=(0, 0, 1, 1), centre=(float(p[0] + OFF[0]), float(p[1] + OFF[1])),
+                   confidence=0.95, flat=True, side_px=float(side))
+    assert verdict([die(600, 200, 3), r]) == ("no-roll", "die-on-rail", None)
+
+
+def test_two_dice_touching_are_not_stacked():
+    assert verdict([die(600, 200, 3), die(600 + 19.5, 200, 6)]) == ("roll", None, (3, 6))
+
+
+def test_die_on_die():
+    readings = [die(600, 200, 3), die(608, 205, 6, side=SIDE * 1.01)]
+    assert verdict(readings) == ("no-roll", "die-on-die", None)
+    assert verdict(readings, "house-practice") == ("roll", None, (3, 6))
+    assert verdict(readings, "nj-13-47") == ("boxperson", "die-on-die", None)
+
+
+def test_die_on_die_with_lower_die_hidden():
+    """One region of 1.6 die areas: the lower die is under the upper one."""
+    readings = [die(600, 200, 3, side=SIDE * 1.3)]
+    assert verdict(readings) == ("no-roll", "die-on-die", None)
+    # house practice reads a die on a die, but the hidden die cannot be read: a person decides
+    assert verdict(readings, "house-practice") == ("boxperson", "face-unreadable", None)
+
+
+def test_cocked_on_chips_counts_the_face_opposite_the_resting_side():
+    readings = [die(600, 300, 2), die(345, 70, 5, flat=False)]  # bottom on the red stack
+    assert verdict(readings) == ("roll", None, (5, 2))
+    obs = observe_throw(readings, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS)
+    assert [o.sides_resting for o in obs.observations] == [0, 1]
+    assert verdict(readings, "nj-13-47") == ("boxperson", "die-not-flat", None)
+    assert verdict(readings, "house-practice") == ("roll", None, (5, 2))
+
+
+def test_cocked_leaning_on_a_tall_stack_is_a_dispute():
+    readings = [die(600, 300, 2), die(300 + 19.5 + 12, 500, 5, flat=False)]  # beside the 10-chip stack
+    assert verdict(readings) == ("boxperson", "face-unreadable", None)
+    assert verdict(readings, "house-practice") == ("roll", None, (5, 2))
+
+
+def test_cocked_with_no_object_is_a_dispute():
+    readings = [die(600, 300, 2), die(800, 300, 5, flat=False)]
+    assert verdict(readings) == ("boxperson", "face-unreadable", None)
+
+
+def test_cocked_on_chips_and_against_the_rail_is_void():
+    objects = CHIPS + (TableObject(200.0, 22.0, 19.5, 6.6),)
+    readings = [die(600, 300, 2), die(205, 10, 4, flat=False)]
+    v, _ = judge(readings, calibration=CAL, profile=load_profile("ny-5324"), objects=objects)
+    assert (v.kind, v.reason) == ("no-roll", Reason.DIE_ON_SEVERAL_OBJECTS)
+    v, _ = judge(readings, calibration=CAL, profile=load_profile("house-practice"), objects=objects)
+    assert (v.kind, v.reason) == ("no-roll", Reason.DIE_ON_SEVERAL_OBJECTS)
+
+
+def test_unsure_face_goes_to_the_boxperson():
+    assert verdict([die(600, 200, 3, conf=0.5), die(700, 300, 4)]) == ("boxperson", "face-unreadable", None)
+    assert verdict([die(600, 200, None, conf=0.6), die(700, 300, 4)]) == ("boxperson", "face-unreadable", None)
+
+
+def test_non_die_blob_is_dropped():
+    assert verdict([die(600, 200, 3), die(700, 300, 4), die(800, 100, None, conf=0.1)]) == ("roll", None, (3, 4))
+
+
+def test_far_wall_from_track():
+    band_x = GEOM.length - 20
+    both = [[(0.0, 100.0, 200.0), (0.2, band_x, 250.0)], [(0.0, 100.0, 220.0), (0.2, band_x, 300.0)]]
+    short = [[(0.0, 100.0, 200.0), (0.2, band_x, 250.0)], [(0.0, 100.0, 220.0), (0.2, 700.0, 300.0)]]
+    dice = [die(600, 200, 3), die(700, 300, 4)]
+    assert verdict(dice, track=both) == ("roll", None, (3, 4))
+    assert verdict(dice, track=short) == ("no-roll", "far-wall-missed", None)
+    assert verdict(dice, "nj-13-47", track=short) == ("roll", None, (3, 4))
+    assert verdict(dice, "ny-4620", track=short) == ("roll", None, (3, 4))
+    # one die tracked only: the track cannot tell
+    assert verdict(dice, track=short[:1]) == ("roll", None, (3, 4))
+
+
+def test_far_wall_from_sensor():
+    dice = [die(600, 200, 3), die(700, 300, 4)]
+    assert verdict(dice, wall_strikes=[], window=(0.0, 3.0)) == ("no-roll", "far-wall-missed", None)
+    assert verdict(dice, wall_strikes=[5.0], window=(0.0, 3.0)) == ("no-roll", "far-wall-missed", None)
+    assert verdict(dice, wall_strikes=[0.5, 0.52], window=(0.0, 3.0)) == ("roll", None, (3, 4))
+    # two pulses of one impact are one strike; the track then decides
+    short = [[(0.0, 100.0, 200.0), (0.2, 1090.0, 250.0)], [(0.0, 100.0, 220.0), (0.2, 700.0, 300.0)]]
+    assert verdict(dice, wall_strikes=[0.5, 0.501], window=(0.0, 3.0), track=short) == \
+        ("no-roll", "far-wall-missed", None)
+    # the sensor saying "no strike" wins over a track
+    both = [[(0.0, 1090.0, 200.0)], [(0.0, 1090.0, 220.0)]]
+    assert verdict(dice, wall_strikes=[], track=both) == ("no-roll", "far-wall-missed", None)
+
+
+def test_without_calibration_everything_is_in_play():
+    v, obs = judge([die(600, 200, 3), die(700, 300, 4)])
+    assert (v.kind, v.dice) == ("roll", (3, 4))
+    assert obs.positions_mm == (None, None)
+    v, _ = judge([die(600, 200, 3), die(605, 204, 4)])
+    assert (v.kind, v.reason) == ("no-roll", Reason.DIE_ON_DIE)
+
+
+def test_tolerances_are_parameters():
+    readings = [die(600, 200, 3), die(600 + 16, 200, 6)]
+    assert verdict(readings) == ("roll", None, (3, 6))
+    v, _ = judge(readings, calibration=CAL, tolerances=Tolerances(on_die_ratio=0.9))
+    assert v.reason is Reason.DIE_ON_DIE
