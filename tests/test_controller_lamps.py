@@ -143,3 +143,33 @@ def test_plan_is_complete():
     plan = lamp_plan(GameState(point=4), IN_MOTION, no_roll=True, boxperson=True)
     assert set(plan) == set(LAMP_NAMES)
     assert plan["point-4"] == "on" and plan["no-roll"] == "flash" and plan["call-boxperson"] == "flash"
+
+
+def test_firmware_driver_from_config_on_a_simulated_mcu(tmp_path):
+    """lamps.driver = "firmware": the lamp controller drives the simulated microcontroller."""
+    from controller.config import parse_config
+    from controller.service_cli import build_lamp_driver
+    from firmware_bridge.mcu_sim import SimulatedMcu
+
+    with SimulatedMcu() as mcu:
+        cfg = parse_config({"lamps": {"driver": "firmware"}, "firmware": {"port": str(mcu.path)}})
+        driver = build_lamp_driver(cfg)
+        try:
+            assert isinstance(driver, LampDriver)
+            ctl = LampController(driver)
+            s, _ = advance(GameState(), (5, 1))  # point 6
+            ctl.update(s, DECIDED, now=0.0)
+            assert mcu.wait_until(lambda: mcu.lamp("point-6")[0] == "on" and mcu.lamp("puck-on")[0] == "on", 5)
+            assert mcu.lamp("point-8")[0] == "off"
+            ctl.verdict("no-roll", now=1.0)
+            ctl.update(s, DECIDED, now=1.0)
+            assert mcu.wait_until(lambda: mcu.lamp("no-roll")[0] == "flash", 5)
+        finally:
+            driver.close()
+
+
+def test_firmware_driver_needs_its_section():
+    from controller.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match="firmware"):
+        parse_config({"lamps": {"driver": "firmware"}})
