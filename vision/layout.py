@@ -56,6 +56,11 @@ def _parallelogram_error(p: np.ndarray) -> tuple[float, np.ndarray, float, float
             d2 = p[d] - p[c]
             best = (err, (m1 + m2) / 2, d1, d2)
     err, centre, d1, d2 = best
+    # The diagonals of a face's corner square cross near right angles; nearly parallel
+    # diagonals mean the points lie on a line, not on a face.
+    cross = abs(float(d1[0] * d2[1] - d1[1] * d2[0]))
+    if cross < 0.35 * float(np.linalg.norm(d1) * np.linalg.norm(d2)):
+        return None
     # The two diagonals of the square of corners: sides are (d1 +- d2) / 2.
     s1 = float(np.linalg.norm((d1 + d2) / 2))
     s2 = float(np.linalg.norm((d1 - d2) / 2))
@@ -118,26 +123,36 @@ def fit_layout(points: np.ndarray) -> LayoutFit | None:
         mirrored = 2 * c - p
         dmat = np.linalg.norm(p[:, None, :] - mirrored[None, :, :], axis=2)
         sym_err = float(np.max(np.min(dmat, axis=1)))
-        # The two middle pips are the two closest to the centre; the four others are corners.
-        order = np.argsort(np.linalg.norm(p - c, axis=1))
-        mids = p[order[:2]]
-        corners = p[order[2:]]
-        r = _parallelogram_error(corners)
-        if r is None:
+        # The two middle pips form one of the three mirrored pairs; try each pair and keep
+        # the one whose four others form a parallelogram with the pair on its long sides.
+        best6 = None
+        for i in range(6):
+            j = int(np.argmin(dmat[i]))
+            if j <= i:
+                continue
+            mids = p[[i, j]]
+            corners = np.delete(p, [i, j], axis=0)
+            r = _parallelogram_error(corners)
+            if r is None:
+                continue
+            err, _centre, _aspect, _pitch = r
+            mid_err = 0.0
+            for m in mids:
+                bm = np.inf
+                for a in range(4):
+                    for b in range(a + 1, 4):
+                        bm = min(bm, float(np.linalg.norm((corners[a] + corners[b]) / 2 - m)))
+                mid_err = max(mid_err, bm)
+            pitch = float(np.linalg.norm(mids[1] - mids[0])) / 2
+            if pitch < 1e-6:
+                continue
+            score = max(err, mid_err) / pitch
+            if best6 is None or score < best6[0]:
+                best6 = (score, err, mid_err, pitch, mids, corners)
+        if best6 is None:
             return None
-        err, centre, _aspect, _pitch = r
-        # Each middle pip lies halfway between two corners (the midpoint of a long side).
-        mid_err = 0.0
-        for m in mids:
-            best = np.inf
-            for i in range(4):
-                for j in range(i + 1, 4):
-                    best = min(best, float(np.linalg.norm((corners[i] + corners[j]) / 2 - m)))
-            mid_err = max(mid_err, best)
-        # Pitch from the middle pips: half the distance between them is one pitch.
-        pitch = float(np.linalg.norm(mids[1] - mids[0])) / 2
-        if pitch < 1e-6:
-            return None
+        _score, err, mid_err, pitch, mids, corners = best6
+        centre = c
         # Grid axes: across the rows (mid to mid) and along a row (corner to corner / 2).
         long_half = np.inf
         for i in range(4):

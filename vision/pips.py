@@ -200,7 +200,7 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
     cmin = min(p.contrast for p in pips)
     reach = 0.45 * side if fit.value == 1 else 1.5 * fit.pitch
     amin = max(2.0, 0.25 * min(p.area for p in pips))
-    if stray_blobs(dmap, sel, pips, max(0.55 * cmin, 0.7 * MIN_PIP_CONTRAST), (cx, cy), reach, amin):
+    if stray_blobs(dmap, sel, pips, max(0.35 * cmin, 0.6 * MIN_PIP_CONTRAST), (cx, cy), reach, amin):
         return FaceRead(None, 0.2, rc, pips, fit, reason="stray blob on face")
     if fit.error > MAX_LAYOUT_ERROR:
         return FaceRead(None, 0.2, rc, pips, fit, reason=f"layout error {fit.error:.2f}")

@@ -44,17 +44,20 @@ def background_distance(lab: np.ndarray, reach_px: float) -> np.ndarray:
         reach_px: the median window in pixels; must exceed about twice the die side.
 
     Returns:
-        uint8 ``(H, W)`` distance (lightness counted at half weight, so soft shading and
-        shadows count less than a change of colour), saturated at 255.
+        uint8 ``(H, W)`` distance, saturated at 255: the sum of the absolute differences
+        of the Lab channels, with a darkening counted at half weight (shadows are darker
+        than the table; a die is lighter, darker or of another colour).
     """
     h, w = lab.shape[:2]
     f = max(2, int(round(reach_px / 11)))
     small = cv2.resize(lab, (max(8, w // f), max(8, h // f)), interpolation=cv2.INTER_AREA)
     bg_small = cv2.medianBlur(small, 11)
     bg = cv2.resize(bg_small, (w, h), interpolation=cv2.INTER_LINEAR)
-    diff = cv2.absdiff(lab, bg)
-    d = diff.astype(np.uint16)
-    dist = (d[..., 0] >> 1) + d[..., 1] + d[..., 2]
+    diff = cv2.absdiff(lab, bg).astype(np.uint16)
+    brighter = lab[..., 0] > bg[..., 0]
+    # Lighter than the table counts fully; darker counts half (shadows are darker).
+    dl = np.where(brighter, diff[..., 0], diff[..., 0] >> 1)
+    dist = dl + diff[..., 1] + diff[..., 2]
     return np.minimum(dist, 255).astype(np.uint8)
 
 
