@@ -12,7 +12,7 @@ with fsync, ack with fsync) as two processes on 127.0.0.1.
 * soak (``--soak N``): N rolls with SIGKILL of the subscriber every 500 and of the publisher
   every 700 applied/journalled rolls (the full-size run of tests/test_bus_soak.py).
 
-    python bench/bus_bench.py [--rate 100] [--seconds 10] [--burst 3000] [--soak 10000]
+    python bench/bus_bench.py [--rate 100] [--seconds 10] [--burst 3000] [--soak 10000] [--no-tmpfs]
 
 Target (issue 7): p99 <= 2 ms at 100 rolls per second.
 """
@@ -113,7 +113,7 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=100.0, help="rolls per second for the latency run")
     ap.add_argument("--seconds", type=float, default=10.0, help="length of the latency run")
     ap.add_argument("--burst", type=int, default=3000, help="rolls for the throughput run (0: skip)")
-    ap.add_argument("--soak", type=int, default=0, help="rolls for the SIGKILL soak (0: skip)")
+    ap.add_argument("--soak", type=int, default=10000, help="rolls for the SIGKILL soak (0: skip)")
     ap.add_argument("--no-tmpfs", action="store_true", help="skip the run with journals on /dev/shm")
     args = ap.parse_args()
     print(f"fsync of one SQLite WAL commit on this disk now: {_fsync_probe(Path(tempfile.gettempdir()))}")

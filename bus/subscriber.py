@@ -102,6 +102,7 @@ class RollSubscriber:
         self._mon_dealer = self._dealer.get_monitor_socket(watch)
         self._mon_sub = self._sub.get_monitor_socket(watch)
         self._auth_warned = 0.0
+        self._dups_logged, self._dups_since_log = 0.0, 0
         self._poller = zmq.Poller()
         for s in (self._sub, self._dealer, self._mon_dealer, self._mon_sub):
             self._poller.register(s, zmq.POLLIN)
@@ -279,8 +280,7 @@ class RollSubscriber:
             self._head = max(self._head, seq)
             return
         if seq < self._next or seq in self._pending:
-            self.stats["duplicates"] += 1
-            log.debug("bus: duplicate seq %d from %s dropped", seq, source)
+            self._duplicate(seq, source)
             return
         self._head = max(self._head, seq)
         if len(self._pending) >= self.cfg.max_pending:
@@ -293,6 +293,18 @@ class RollSubscriber:
         self._contig = max(self._contig, self._next - 1)
         while self._contig + 1 in self._pending:
             self._contig += 1
+
+    def _duplicate(self, seq: int, source: str) -> None:
+        """A sequence number already delivered (or already held): dropped. Overlap between the
+        live stream and a replay makes a few after every (re)connection; they are summed in
+        the log at most every 5 s."""
+        self.stats["duplicates"] += 1
+        self._dups_since_log += 1
+        now = time.monotonic()
+        if now - self._dups_logged >= 5.0:
+            log.info("bus: dropped %d message(s) with an already-delivered sequence number (last: seq %d "
+                     "from %s; next expected %d)", self._dups_since_log, seq, source, self._next)
+            self._dups_logged, self._dups_since_log = now, 0
 
     def _drain_live(self) -> None:
         for _ in range(1000):

@@ -328,3 +328,36 @@ def test_hwm_raises_alarm_and_message_stays_journalled(tmp_path: Path):
     finally:
         stuck.close(0)
         ctx.term()
+
+
+def test_ipc_transport(tmp_path: Path):
+    cfg = BusConfig.local(tmp_path / "b", transport="ipc")
+    assert cfg.pub_endpoint.startswith("ipc://")
+    with RollPublisher(cfg) as pub, RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+        sent = [pub.publish("roll", {"n": i})["seq"] for i in range(5)]
+        assert [e["seq"] for e in _drain(sub, 5)] == sent == [1, 2, 3, 4, 5]
+
+
+def test_prune_keeps_unacknowledged_and_lost_gap_is_loud(tmp_path: Path):
+    """With prune_acked the table deletes only what every allow-listed subscriber acked; a
+    subscriber that needs a pruned message gets BusError, never a silent skip."""
+    from bus.subscriber import BusError
+
+    cfg = BusConfig.local(tmp_path / "b", transport="tcp", prune_acked=True)
+    with RollPublisher(cfg) as pub:
+        for i in range(10):
+            pub.publish("roll", {"n": i})
+        with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+            got = _drain(sub, 6)
+            assert [e["seq"] for e in got] == [1, 2, 3, 4, 5, 6]
+            j = Journal(cfg.journal_path, readonly=True)
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and j.first_seq() != 7:
+                time.sleep(0.05)
+            assert j.first_seq() == 7 and j.last_seq == 10  # 7..10 unacknowledged: kept
+            j.close()
+        alarms = []
+        with RollSubscriber(cfg, tmp_path / "fresh.sqlite", on_alarm=lambda c, d: alarms.append((c, d))) as fresh:
+            with pytest.raises(BusError, match="no longer holds seq 1..6"):
+                _drain(fresh, 1)
+            assert alarms == [("gap_lost", {"from": 1, "first": 7})]
