@@ -16,10 +16,9 @@ loop (at least every 100 ms), what state the table must be in::
     health.bus(now, up=True)                          # a publish / heartbeat succeeded
     health.bus(now, up=False, detail="publish timed out")
     status = health.check(now)                        # -> HealthStatus
-    if status.entered:   # new faults: bets-closed lamp on, publish an "alarm"
-        ...
-    if status.cleared and not status.safe_state:      # recovered: back to normal play
-        ...
+    if status.changed:                                # a fault entered or cleared
+        publisher.publish("alarm", status.alarm_body())
+        lamps: bets-closed and fault on while status.safe_state, off when it clears
 
 While ``status.safe_state`` is true the service shows the ``bets-closed`` (and ``fault``) lamp,
 accepts no roll (a throw in progress gets the verdict "no-roll" with the fault as reason, in the
@@ -100,6 +99,20 @@ class HealthStatus:
     entered: tuple[str, ...] = ()
     cleared: tuple[str, ...] = ()
     since: float | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Whether a reason entered or cleared at this check (publish an alarm, set lamps)."""
+        return bool(self.entered or self.cleared)
+
+    def alarm_body(self) -> dict:
+        """The body of an ``"alarm"`` bus message for this change::
+
+            {"alarm": "health", "safe_state": true, "reasons": ["camera-lost"],
+             "entered": ["camera-lost"], "cleared": [], "details": {"camera-lost": "no frame for 0.53 s ..."}}
+        """
+        return {"alarm": "health", "safe_state": self.safe_state, "reasons": list(self.reasons),
+                "entered": list(self.entered), "cleared": list(self.cleared), "details": dict(self.details)}
 
 
 def frame_digest(image: np.ndarray, row_step: int = 8) -> bytes:

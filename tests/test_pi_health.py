@@ -113,6 +113,11 @@ def test_reported_bridge_and_bus_faults_are_immediate():
     st = tb.h.check(tb.t)
     assert st.safe_state and st.reasons == ("bridge-down",) and st.entered == ("bridge-down",)
     assert st.details["bridge-down"] == "serial port /dev/ttyACM0 closed"
+    assert st.changed
+    assert st.alarm_body() == {"alarm": "health", "safe_state": True, "reasons": ["bridge-down"],
+                               "entered": ["bridge-down"], "cleared": [],
+                               "details": {"bridge-down": "serial port /dev/ttyACM0 closed"}}
+    assert not tb.h.check(tb.t).changed
     tb.h.bus(tb.t, up=False, detail="publish failed")
     st = tb.run(0.2)
     assert st.reasons == ("bridge-down", "bus-down")

@@ -227,3 +227,25 @@ def test_open_source_replay_of_a_folder(tmp_path):
     assert {40, 140} <= levels  # both photos were shown
     with pytest.raises(ValueError, match="replay_path"):
         open_source(CameraConfig(source="replay"))
+
+
+def test_usb_source_over_a_real_cv2_videocapture(tmp_path):
+    """The real cv2.VideoCapture path (a video file stands in for the device: it has no
+    exposure control, so the lock is off here)."""
+    path = tmp_path / "cam.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 30.0, (128, 72))
+    assert writer.isOpened()
+    for v in (30, 130, 230):
+        writer.write(_img(value=v))
+    writer.release()
+    src = UsbSource(UsbCameraConfig(device=str(path), backend="any", width=128, height=72,
+                                    fourcc=None, lock_exposure=False, buffer_size=None))
+    frames = []
+    with pytest.raises(FrameError, match=f"usb:{path}: read failed after 3 frames"):
+        for f in src.frames():
+            frames.append(f)
+    src.close()
+    assert [f.index for f in frames] == [0, 1, 2]
+    assert [round(float(f.image.mean()) / 10) for f in frames] == [3, 13, 23]
+    assert frames[0].image.shape == (72, 128, 3) and frames[0].image.dtype == np.uint8
+    assert frames[0].t <= frames[1].t <= frames[2].t
