@@ -4,6 +4,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.game import GameState, advance, classify, new_shooter, state_from_json
 from controller.store import StateStore, StoreError
@@ -116,3 +118,28 @@ def test_store_rejects_garbage_file(tmp_path):
     bad.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError, match="bad.sqlite"):
         StateStore(bad)
+
+
+dice_st = st.tuples(st.integers(1, 6), st.integers(1, 6))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(dice_st, max_size=200))
+def test_game_invariants(rolls):
+    """Over any sequence of rolls: the shooter changes exactly on seven-outs, the puck is ON
+    exactly while a point is set, and the roll counters add up."""
+    s = GameState()
+    sevens_out = 0
+    for dice in rolls:
+        before = s
+        s, outcome = advance(s, dice)
+        assert (s.puck == "ON") == (s.point is not None)
+        if outcome == "seven-out":
+            sevens_out += 1
+            assert before.point is not None and sum(dice) == 7
+            assert s.shooter == before.shooter + 1 and s.shooter_roll == 0
+        else:
+            assert s.shooter == before.shooter and s.shooter_roll == before.shooter_roll + 1
+        if outcome == "point-set":
+            assert before.point is None and s.point == sum(dice)
+    assert s.shooter == 1 + sevens_out and s.rolls == len(rolls)

@@ -411,3 +411,21 @@ def test_run_command_on_a_replay(tmp_path, capsys):
     args = parser.parse_args(["--config", str(tmp_path / "table.toml"), "--source", f"replay:{folder}"])
     assert service_cli.run("run", args) == 2
     assert "bus.keys_dir" in capsys.readouterr().err
+
+
+def test_table_area_from_simulator_zones():
+    from controller.service import polygon_from_zones, source_table_area
+
+    # pixels -> mm: x_mm = 2 * x_px + 10, y_mm = 2 * y_px
+    h = np.array([[2.0, 0, 10], [0, 2.0, 0], [0, 0, 1]])
+    zones = {"playing": [(10, 0), (210, 0), (210, 100), (10, 100)]}
+    poly = polygon_from_zones(zones, h)
+    assert np.allclose(poly, [(0, 0), (100, 0), (100, 50), (0, 50)])
+    assert polygon_from_zones({}, h) is None and polygon_from_zones(zones, np.zeros((3, 3))) is None
+
+    class FakeSim:
+        table_zones = zones
+        homography = h
+
+    assert np.allclose(source_table_area(FakeSim()), poly)
+    assert source_table_area(object()) is None
