@@ -103,6 +103,7 @@ class RollSubscriber:
         self._mon_sub = self._sub.get_monitor_socket(watch)
         self._auth_warned = 0.0
         self._dups_logged, self._dups_since_log = 0.0, 0
+        self._reject_log: dict[str, tuple[float, int, int]] = {}
         self._poller = zmq.Poller()
         for s in (self._sub, self._dealer, self._mon_dealer, self._mon_sub):
             self._poller.register(s, zmq.POLLIN)
@@ -245,7 +246,20 @@ class RollSubscriber:
     def _reject(self, reason: str, detail: str) -> None:
         self.stats["rejected"] += 1
         self.rejections[reason] = self.rejections.get(reason, 0) + 1
-        log.warning("bus: rejected message (%s): %s", reason, detail)
+        # every rejection is counted; the log shows the first 10 of each reason per 10 s and
+        # then a summary, so a flood of forgeries cannot fill the disk
+        now = time.monotonic()
+        window, shown, hidden = self._reject_log.get(reason, (now, 0, 0))
+        if now - window >= 10.0:
+            if hidden:
+                log.warning("bus: %d more message(s) rejected (%s) in the last %.0f s", hidden, reason, now - window)
+            window, shown, hidden = now, 0, 0
+        if shown < 10:
+            log.warning("bus: rejected message (%s): %s", reason, detail)
+            shown += 1
+        else:
+            hidden += 1
+        self._reject_log[reason] = (window, shown, hidden)
         if self._on_alarm is not None:
             try:
                 self._on_alarm("rejected", {"reason": reason, "detail": detail})

@@ -361,3 +361,25 @@ def test_prune_keeps_unacknowledged_and_lost_gap_is_loud(tmp_path: Path):
             with pytest.raises(BusError, match="no longer holds seq 1..6"):
                 _drain(fresh, 1)
             assert alarms == [("gap_lost", {"from": 1, "first": 7})]
+
+
+def test_craps_table_keys_command(tmp_path: Path, capsys):
+    """The lead's dispatcher reaches bus.cli: ``craps-table keys generate NAME --dir DIR``."""
+    from controller.cli import main
+
+    assert main(["keys", "generate", "table", "--dir", str(tmp_path)]) == 0
+    assert main(["keys", "generate", "settlement", "--dir", str(tmp_path), "--authorize"]) == 0
+    cfg = BusConfig(journal_path=tmp_path / "j.sqlite", keys_dir=tmp_path, pub_endpoint="tcp://127.0.0.1:*",
+                    replay_endpoint="tcp://127.0.0.1:*")
+    with RollPublisher(cfg) as pub:  # the generated set is a working set
+        assert pub.publish("roll", {})["seq"] == 1
+    assert main(["keys", "generate", "table", "--dir", str(tmp_path)]) == 2
+    assert "exist" in capsys.readouterr().err
+
+
+def test_rejection_log_is_rate_limited_but_all_counted(cfg: BusConfig, tmp_path: Path, caplog):
+    with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub, caplog.at_level("WARNING", logger="bus.subscriber"):
+        for _ in range(25):
+            assert sub._accept(b"garbage", "live") is None
+        assert sub.stats["rejected"] == 25 and sub.rejections == {"malformed": 25}
+        assert sum("rejected message (malformed)" in r.getMessage() for r in caplog.records) == 10
