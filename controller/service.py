@@ -41,6 +41,7 @@ from vision.types import DieReading
 log = logging.getLogger("controller.service")
 
 Reader = Callable[[np.ndarray], Sequence[DieReading]]
+Observer = Callable[[Sequence[DieReading], Frame], "tuple[Sequence[DieObservation], ThrowFacts]"]
 
 
 class Publisher(Protocol):
@@ -160,6 +161,9 @@ class TableService:
         journalled_rolls: ``f(after_seq) -> {roll_id: seq}`` of the roll messages the bus journal
             holds after ``after_seq`` (see :func:`journal_roll_ids`), so that a verdict published
             just before a crash, but not yet marked, is not published twice on restart.
+        observe: ``f(readings, frame) -> (observations, throw_facts)``: places the dice read at
+            rest in zones and finds the facts of the throw (the irregularity detectors plug in
+            here). Default: inside or outside the table area ``area``, no throw facts.
     """
 
     def __init__(self, *, table_id: str, store: StateStore, publisher: Publisher, lamps: LampController,
@@ -167,7 +171,8 @@ class TableService:
                  min_confidence: float = 0.8, min_presence: float = 0.3,
                  area: Sequence[tuple[float, float]] | None = None,
                  on_message: Callable[[str, dict, dict], None] | None = None,
-                 journalled_rolls: Callable[[int], dict[str, int]] | None = None) -> None:
+                 journalled_rolls: Callable[[int], dict[str, int]] | None = None,
+                 observe: Observer | None = None) -> None:
         self.table_id = table_id
         self.store = store
         self.publisher = publisher
@@ -181,6 +186,7 @@ class TableService:
         self.area = None if area is None else np.asarray(area, dtype=np.float32).reshape(-1, 1, 2)
         self.on_message = on_message
         self.journalled_rolls = journalled_rolls
+        self.observe = observe
         self.stats = ServiceStats()
         self._fault = False
         self._started = False
@@ -285,12 +291,16 @@ class TableService:
         if self._fault:
             self._fault = False
             self.lamps.set_fault(False)
-        observations = self._observe(readings)
+        if self.observe is not None:
+            observations, facts = self.observe(readings, frame)
+            observations = list(observations)
+        else:
+            observations, facts = self._observe(readings), ThrowFacts()
         scene = tuple(SceneDie(o.reading.value, float(o.reading.centre[0]), float(o.reading.centre[1]))
                       for o in observations)
         if self.lifecycle.on_read(scene) != READ_VERDICT:
             return None
-        verdict = decide(observations, ThrowFacts(), policy=self.policy, min_confidence=self.min_confidence)
+        verdict = decide(observations, facts, policy=self.policy, min_confidence=self.min_confidence)
         return self._commit_and_publish(verdict, frame, arrived)
 
     def _observe(self, readings: Iterable[DieReading]) -> list[DieObservation]:
