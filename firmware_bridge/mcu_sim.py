@@ -137,6 +137,8 @@ class SimulatedMcu:
         capabilities: :class:`Capability` bits reported in VERSION.
         fitted_lamps: lamp ids present on this table (others are refused with NAK BAD_LAMP).
         event_ack_timeout_s: retransmission period of INPUT_EVENT / ERROR_REPORT.
+        duplicate_filter: False makes a *broken* MCU that acts on every retransmission (only to
+            show, in tests, what the filter prevents).
     """
 
     def __init__(
@@ -148,6 +150,7 @@ class SimulatedMcu:
         capabilities: int = ALL_CAPABILITIES,
         fitted_lamps: frozenset[int] | None = None,
         event_ack_timeout_s: float = EVENT_ACK_TIMEOUT_S,
+        duplicate_filter: bool = True,
     ) -> None:
         self._tmpdir: str | None = None
         if link_path is None:
@@ -158,6 +161,7 @@ class SimulatedMcu:
         self.capabilities = capabilities
         self.fitted_lamps = frozenset(int(i) for i in (fitted_lamps or [int(x) for x in LampId]))
         self.event_ack_timeout_s = event_ack_timeout_s
+        self.duplicate_filter = duplicate_filter
         self._rng = random.Random(seed)
         self._lock = threading.RLock()
         self._master: int | None = None
@@ -551,7 +555,7 @@ class SimulatedMcu:
         if self.session is None:
             self._send(Nak(seq, int(msg.TYPE), NakReason.NOT_READY))
             return
-        if seq == self._last_rx_seq and self._last_response is not None:
+        if seq == self._last_rx_seq and self._last_response is not None and self.duplicate_filter:
             self.duplicates += 1              # a retransmission: answer again, do not act again
             self._send(self._last_response)
             return

@@ -89,8 +89,16 @@ def test_worked_example_matches_the_document():
     assert ack.hex(" ") == "03 01 06 01 06 02 01 20 7d bd 00"
     event = encode_frame(InputEvent(InputId.FAR_WALL_STRIKE, 1, 0x000A1B2C, 0), 7)
     assert event.hex(" ") == "04 01 40 07 06 01 01 2c 1b 0a 01 01 03 f4 9e 00"
+    others = [
+        encode_frame(Hello(0x12345678, 200, 1000), 1),
+        encode_frame(Version(1, 1, 1, 0, 0, 0xDEADBEEF, 0x3F, 11, 0), 0),
+        encode_frame(Heartbeat(1000, 0x12345678, 0), 0),
+        encode_frame(Nak(0, 0, NakReason.BAD_FRAME), 0),
+        encode_frame(Shaker(ShakerAction.SHAKE, 1500, 200), 3),
+        encode_frame(ErrorReport(ErrorCode.SHAKER_JAM, 3, "jam"), 9),
+    ]
     text = DOC.read_text(encoding="utf-8").lower()
-    for frame in (wire, ack, event):
+    for frame in (wire, ack, event, *others):
         assert frame.hex(" ") in text, f"docs/firmware-protocol.md lacks the worked example {frame.hex(' ')}"
 
 
