@@ -1,0 +1,480 @@
+"""Boxperson decisions: pending calls, the annotated evidence frame, and a ZeroMQ command server.
+
+When the verdict is ``"boxperson"`` (9 NYCRR 5324.52(h)(1)(ii)(a): "the boxperson shall have
+discretion to determine which face is uppermost or shall void the throw and order the dice to be
+re-rolled"), the service opens a :class:`BoxpersonCall` in a :class:`CallRegistry`: the roll id,
+the reason code, an evidence frame (PNG bytes: each die boxed with its value, see
+:func:`annotate_evidence`) and a deadline. The boxperson answers with a value for each die or
+void (:meth:`CallRegistry.answer`), over the command socket (:class:`CommandServer`) or with
+``craps-table decide``. A call not answered by its deadline is void (:meth:`CallRegistry.expire`).
+Every :class:`Decision` carries who and when, is logged, and is returned so that the service
+publishes it with the roll (``"decision"`` of the roll body, docs/messages.md).
+
+The registry is pure apart from its injectable clocks (``clock`` for deadlines, ``wall_clock``
+for the UTC time stamped on decisions) and is thread-safe (the command server answers from its
+own thread).
+
+Command protocol (JSON objects over a ZeroMQ REP socket; one reply per request)::
+
+    {"cmd": "decide", "roll_id": "table-1-00000042", "dice": [3, 4], "who": "ann"}
+    {"cmd": "decide", "roll_id": "table-1-00000042", "void": true, "who": "ann"}
+    {"cmd": "pending"}                       -> {"ok": true, "calls": [{roll_id, reason, ...}]}
+    {"cmd": "evidence", "roll_id": "..."}    -> {"ok": true, "png_b64": "..."}
+    reply: {"ok": true, "decision": {...}}  or  {"ok": false, "error": "what is wrong"}
+
+With CURVE keys (:class:`CurveServerKeys`, the bus's key files, bus/keys.py) the socket is
+encrypted and only clients whose public certificate is in the allow-list may connect.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Sequence
+
+import cv2
+import numpy as np
+import zmq
+
+log = logging.getLogger("controller.boxperson")
+
+OUTCOME_DICE = "dice"
+OUTCOME_VOID = "void"
+OUTCOME_TIMEOUT = "timeout"
+#: ``who`` of a decision made by the deadline.
+WHO_TIMEOUT = "timeout"
+
+
+class DecisionError(ValueError):
+    """A decision that cannot be taken (no such call, already decided, bad dice, no name)."""
+
+
+@dataclass(frozen=True)
+class BoxpersonCall:
+    """A pending boxperson call.
+
+    Attributes:
+        roll_id: the roll being decided.
+        reason: the reason code (controller/reasons.py), e.g. ``"face-unreadable"``.
+        evidence_png: the annotated evidence frame, PNG bytes.
+        opened: clock time the call was opened (seconds).
+        deadline: clock time after which the roll is void (seconds).
+        notes: what the detectors found, one line each.
+    """
+
+    roll_id: str
+    reason: str
+    evidence_png: bytes = field(repr=False)
+    opened: float
+    deadline: float
+    notes: tuple[str, ...] = ()
+
+    def to_json(self, now: float | None = None) -> dict:
+        """Summary for the ``pending`` command (no image)."""
+        out = {"roll_id": self.roll_id, "reason": self.reason, "notes": list(self.notes),
+               "evidence_bytes": len(self.evidence_png)}
+        if now is not None:
+            out["seconds_left"] = round(max(0.0, self.deadline - now), 3)
+        return out
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A boxperson's decision on a call.
+
+    Attributes:
+        roll_id: the roll decided.
+        reason: the reason code of the call.
+        outcome: ``"dice"`` (the boxperson gave each die's value), ``"void"`` (re-roll,
+            9 NYCRR 5324.52(h)(1)(ii)(a)) or ``"timeout"`` (no answer by the deadline: void).
+        dice: the two values for ``"dice"``, else ``None``.
+        who: the boxperson's name (``"timeout"`` for a timeout).
+        at_utc: when, UTC ISO 8601.
+        latency_s: seconds from the call to the decision.
+    """
+
+    roll_id: str
+    reason: str
+    outcome: str
+    dice: tuple[int, int] | None
+    who: str
+    at_utc: str
+    latency_s: float
+
+    @property
+    def void(self) -> bool:
+        """The throw is void (re-rolled): a void or a timeout."""
+        return self.outcome != OUTCOME_DICE
+
+    def to_json(self) -> dict:
+        """The ``"decision"`` object of the roll message."""
+        return {"roll_id": self.roll_id, "reason": self.reason, "outcome": self.outcome,
+                "dice": None if self.dice is None else list(self.dice), "who": self.who,
+                "at": self.at_utc, "latency_s": round(self.latency_s, 3)}
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def check_dice(dice: Sequence[int] | None) -> tuple[int, int]:
+    """Two face values 1..6.
+
+    Raises:
+        DecisionError: naming what is wrong.
+    """
+    if dice is None or isinstance(dice, (str, bytes)) or len(dice) != 2:
+        raise DecisionError(f"dice: give exactly two values 1..6, got {dice!r}")
+    out = []
+    for v in dice:
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 6:
+            raise DecisionError(f"dice: each value must be an integer 1..6, got {v!r}")
+        out.append(int(v))
+    return out[0], out[1]
+
+
+class CallRegistry:
+    """Pending boxperson calls and their decisions (thread-safe).
+
+    Args:
+        timeout_s: seconds a call waits for an answer before the roll is void (> 0).
+        clock: monotonic seconds (``time.monotonic``); injectable for tests.
+        wall_clock: returns an aware UTC ``datetime`` (for the decision's ``at``).
+        on_decision: called with each :class:`Decision` (the service publishes it); called
+            outside the registry's lock.
+    """
+
+    def __init__(self, timeout_s: float = 120.0, *, clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], datetime] = _utc_now,
+                 on_decision: Callable[[Decision], None] | None = None) -> None:
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        self.timeout_s = float(timeout_s)
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.on_decision = on_decision
+        self._calls: dict[str, BoxpersonCall] = {}
+        self._decided: dict[str, Decision] = {}
+        self._lock = threading.Lock()
+
+    def open(self, roll_id: str, reason: str, evidence_png: bytes, *, notes: Sequence[str] = (),
+             timeout_s: float | None = None) -> BoxpersonCall:
+        """Open a call for ``roll_id``.
+
+        Raises:
+            DecisionError: a call for ``roll_id`` is pending or was decided.
+        """
+        if not roll_id:
+            raise DecisionError("roll_id: empty")
+        now = self.clock()
+        with self._lock:
+            if roll_id in self._calls or roll_id in self._decided:
+                raise DecisionError(f"roll {roll_id}: a boxperson call was already opened")
+            call = BoxpersonCall(roll_id, str(reason), bytes(evidence_png), now,
+                                 now + (self.timeout_s if timeout_s is None else float(timeout_s)), tuple(notes))
+            self._calls[roll_id] = call
+        log.info("boxperson call %s: %s (deadline in %.0f s)", roll_id, reason, call.deadline - now)
+        return call
+
+    def pending(self) -> list[BoxpersonCall]:
+        """Calls awaiting an answer, oldest first."""
+        with self._lock:
+            return sorted(self._calls.values(), key=lambda c: c.opened)
+
+    def get(self, roll_id: str) -> BoxpersonCall | None:
+        """The pending call for ``roll_id``, or ``None``."""
+        with self._lock:
+            return self._calls.get(roll_id)
+
+    def decision(self, roll_id: str) -> Decision | None:
+        """The decision taken on ``roll_id``, or ``None``."""
+        with self._lock:
+            return self._decided.get(roll_id)
+
+    def answer(self, roll_id: str, *, who: str, dice: Sequence[int] | None = None,
+               void: bool = False) -> Decision:
+        """The boxperson's answer: ``dice`` (a value for each die) or ``void``.
+
+        Raises:
+            DecisionError: no name, both or neither of dice/void, bad values, no pending call
+                for ``roll_id`` (already decided, timed out, or never opened).
+        """
+        who = (who or "").strip()
+        if not who:
+            raise DecisionError("who: the boxperson's name is required")
+        if void == (dice is not None):
+            raise DecisionError("give either the dice (a value for each die) or void, not both or neither")
+        values = None if void else check_dice(dice)
+        self.expire()
+        now = self.clock()
+        with self._lock:
+            call = self._calls.get(roll_id)
+            if call is None:
+                done = self._decided.get(roll_id)
+                if done is not None:
+                    raise DecisionError(f"roll {roll_id}: already decided ({done.outcome} by {done.who} at {done.at_utc})")
+                raise DecisionError(f"roll {roll_id}: no pending boxperson call")
+            decision = Decision(roll_id, call.reason, OUTCOME_VOID if void else OUTCOME_DICE, values, who,
+                                self.wall_clock().isoformat(), now - call.opened)
+            del self._calls[roll_id]
+            self._decided[roll_id] = decision
+        self._done(decision)
+        return decision
+
+    def expire(self) -> list[Decision]:
+        """Void every call past its deadline (who = ``"timeout"``); return those decisions."""
+        now = self.clock()
+        out = []
+        with self._lock:
+            for roll_id, call in list(self._calls.items()):
+                if now >= call.deadline:
+                    d = Decision(roll_id, call.reason, OUTCOME_TIMEOUT, None, WHO_TIMEOUT,
+                                 self.wall_clock().isoformat(), now - call.opened)
+                    del self._calls[roll_id]
+                    self._decided[roll_id] = d
+                    out.append(d)
+        for d in out:
+            self._done(d)
+        return out
+
+    def _done(self, d: Decision) -> None:
+        log.info("boxperson decision %s: %s %s by %s at %s", d.roll_id, d.outcome, d.dice or "", d.who, d.at_utc)
+        if self.on_decision is not None:
+            self.on_decision(d)
+
+
+# --- evidence frame -----------------------------------------------------------------------------
+
+def annotate_evidence(image: np.ndarray, observations: Sequence, *, title: str = "",
+                      notes: Sequence[str] = ()) -> bytes:
+    """Draw each die's box and value (and zone / flags) on a copy of ``image``; return PNG bytes.
+
+    Args:
+        image: ``uint8`` ``(H, W, 3)`` BGR or ``(H, W)`` grey frame.
+        observations: ``DieObservation`` s (controller/verdict.py) or ``DieReading`` s.
+        title: first line written at the top (e.g. ``"table-1-00000042 face-unreadable"``).
+        notes: more lines under it (the detectors' notes).
+
+    Raises:
+        ValueError: the image is not a uint8 2-D or 3-channel array, or cannot be encoded.
+    """
+    img = np.asarray(image)
+    if img.dtype != np.uint8 or img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] != 3) or img.size == 0:
+        raise ValueError(f"evidence image: expected uint8 (H, W, 3) or (H, W), got {img.dtype} {img.shape}")
+    out = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR) if img.ndim == 2 else img.copy()
+    scale = max(0.4, out.shape[1] / 1600.0)
+    for o in observations:
+        r = getattr(o, "reading", o)
+        x0, y0, x1, y1 = (int(v) for v in r.bbox)
+        flags = []
+        zone = getattr(o, "zone", "playing")
+        if zone != "playing":
+            flags.append(zone)
+        if getattr(o, "on_die", False):
+            flags.append("on die")
+        if not r.flat:
+            flags.append("not flat")
+        if getattr(o, "sides_resting", 0) > 1:
+            flags.append(f"{o.sides_resting} sides")
+        ok = r.value is not None and not flags
+        colour = (0, 200, 0) if ok else (0, 0, 255)
+        cv2.rectangle(out, (x0 - 2, y0 - 2), (x1 + 2, y1 + 2), colour, 2)
+        seen = r.extra.get("seen_value") if isinstance(r.extra, dict) else None
+        label = ("?" if r.value is None else str(r.value)) + (f" (seen {seen})" if seen is not None else "")
+        label += f" {r.confidence:.2f}" + ("" if not flags else " " + ", ".join(flags))
+        cv2.putText(out, label, (x0, max(12, y0 - 6)), cv2.FONT_HERSHEY_SIMPLEX, 0.5 * scale, colour,
+                    max(1, int(scale)), cv2.LINE_AA)
+    y = int(22 * scale)
+    for line in ([title] if title else []) + list(notes):
+        cv2.putText(out, line[:120], (8, y), cv2.FONT_HERSHEY_SIMPLEX, 0.55 * scale, (255, 255, 255),
+                    max(1, int(2 * scale)), cv2.LINE_AA)
+        y += int(22 * scale)
+    ok, png = cv2.imencode(".png", out)
+    if not ok:
+        raise ValueError("evidence image: PNG encoding failed")
+    return png.tobytes()
+
+
+# --- command server ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CurveServerKeys:
+    """CURVE for the command server, from the bus's key files (bus/keys.py).
+
+    Attributes:
+        secret_cert: the server's ``NAME.key_secret``.
+        authorized_dir: folder of the client public certificates allowed to connect.
+    """
+
+    secret_cert: Path
+    authorized_dir: Path
+
+
+@dataclass(frozen=True)
+class CurveClientKeys:
+    """CURVE for a command client.
+
+    Attributes:
+        secret_cert: the client's ``NAME.key_secret``.
+        server_cert: the server's public ``NAME.key``.
+    """
+
+    secret_cert: Path
+    server_cert: Path
+
+
+def _error(msg: str) -> dict:
+    return {"ok": False, "error": msg}
+
+
+def handle_request(registry: CallRegistry, raw: bytes) -> dict:
+    """Answer one command (see the module docstring); never raises for bad input."""
+    try:
+        req = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return _error(f"request is not JSON: {exc}")
+    if not isinstance(req, dict):
+        return _error("request must be a JSON object")
+    cmd = req.get("cmd")
+    if cmd == "pending":
+        now = registry.clock()
+        return {"ok": True, "calls": [c.to_json(now) for c in registry.pending()]}
+    if cmd == "evidence":
+        call = registry.get(str(req.get("roll_id", "")))
+        if call is None:
+            return _error(f"roll {req.get('roll_id')!r}: no pending boxperson call")
+        return {"ok": True, "roll_id": call.roll_id, "png_b64": base64.b64encode(call.evidence_png).decode()}
+    if cmd == "decide":
+        unknown = sorted(set(req) - {"cmd", "roll_id", "dice", "void", "who"})
+        if unknown:
+            return _error(f"decide: unknown key(s) {unknown}")
+        roll_id = req.get("roll_id")
+        if not isinstance(roll_id, str) or not roll_id:
+            return _error("decide: roll_id (a string) is required")
+        void = req.get("void", False)
+        if not isinstance(void, bool):
+            return _error(f"decide: void must be true or false, got {void!r}")
+        who = req.get("who")
+        if not isinstance(who, str):
+            return _error("decide: who (the boxperson's name) is required")
+        try:
+            d = registry.answer(roll_id, who=who, dice=req.get("dice"), void=void)
+        except DecisionError as exc:
+            return _error(str(exc))
+        return {"ok": True, "decision": d.to_json()}
+    return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence")
+
+
+class CommandServer:
+    """A ZeroMQ REP server answering boxperson commands for a :class:`CallRegistry`.
+
+    Args:
+        registry: the calls.
+        endpoint: where to bind, e.g. ``"tcp://127.0.0.1:5560"``, ``"tcp://127.0.0.1:*"`` (a
+            free port: see :attr:`endpoint`) or ``"ipc:///run/craps/boxperson"``.
+        curve: CURVE keys, or ``None`` for a plain socket (loopback / ipc only is advised).
+        context: a ``zmq.Context`` (default: a new one, terminated by :meth:`close`).
+
+    Call :meth:`start` to serve from a background thread (it also expires calls past their
+    deadline every ``poll_ms``), or :meth:`serve_once` from your own loop.
+    """
+
+    def __init__(self, registry: CallRegistry, endpoint: str, *, curve: CurveServerKeys | None = None,
+                 context: zmq.Context | None = None, poll_ms: int = 100) -> None:
+        self.registry = registry
+        self._own_ctx = context is None
+        self.ctx = context or zmq.Context()
+        self._auth = None
+        self.sock = self.ctx.socket(zmq.REP)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        if curve is not None:
+            from zmq.auth.thread import ThreadAuthenticator
+
+            from bus.keys import load_curve_secret
+
+            public, secret = load_curve_secret(Path(curve.secret_cert))
+            self._auth = ThreadAuthenticator(self.ctx)
+            self._auth.start()
+            self._auth.configure_curve(domain="*", location=str(curve.authorized_dir))
+            self.sock.curve_server = True
+            self.sock.curve_publickey = public
+            self.sock.curve_secretkey = secret
+        self.sock.bind(endpoint)
+        self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.poll_ms = int(poll_ms)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def serve_once(self, timeout_ms: int = 0) -> bool:
+        """Answer at most one request waiting up to ``timeout_ms``; expire due calls.
+        Returns ``True`` when a request was answered."""
+        self.registry.expire()
+        if not self.sock.poll(timeout_ms, zmq.POLLIN):
+            return False
+        raw = self.sock.recv()
+        reply = handle_request(self.registry, raw)
+        self.sock.send(json.dumps(reply).encode())
+        return True
+
+    def start(self) -> "CommandServer":
+        """Serve from a daemon thread until :meth:`close`."""
+        def loop() -> None:
+            while not self._stop.is_set():
+                try:
+                    self.serve_once(self.poll_ms)
+                except zmq.ZMQError:
+                    if self._stop.is_set():
+                        break
+                    log.exception("boxperson command server")
+                    time.sleep(0.05)
+        self._thread = threading.Thread(target=loop, name="boxperson-commands", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the thread, close the socket (and the context if it was made here)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        self.sock.close(0)
+        if self._auth is not None:
+            self._auth.stop()
+        if self._own_ctx:
+            self.ctx.term()
+
+
+def send_command(endpoint: str, request: dict, *, timeout_s: float = 5.0,
+                 curve: CurveClientKeys | None = None) -> dict:
+    """Send one command to a :class:`CommandServer` and return its reply.
+
+    Raises:
+        TimeoutError: no reply within ``timeout_s`` (the server is not there).
+        ValueError: the reply is not a JSON object.
+    """
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.REQ)
+    sock.setsockopt(zmq.LINGER, 0)
+    try:
+        if curve is not None:
+            from bus.keys import load_curve_public, load_curve_secret
+
+            public, secret = load_curve_secret(Path(curve.secret_cert))
+            sock.curve_publickey = public
+            sock.curve_secretkey = secret
+            sock.curve_serverkey = load_curve_public(Path(curve.server_cert))
+        sock.connect(endpoint)
+        sock.send(json.dumps(request).encode())
+        if not sock.poll(int(timeout_s * 1000), zmq.POLLIN):
+            raise TimeoutError(f"no reply from {endpoint} within {timeout_s} s")
+        reply = json.loads(sock.recv().decode("utf-8"))
+        if not isinstance(reply, dict):
+            raise ValueError(f"reply from {endpoint} is not a JSON object")
+        return reply
+    finally:
+        sock.close(0)
+        ctx.term()

@@ -1,0 +1,88 @@
+"""``craps-table decide``: answer a boxperson call over the table's command socket.
+
+Examples::
+
+    craps-table decide --endpoint tcp://127.0.0.1:5560 --roll-id table-1-00000042 --dice 3 4 --who ann
+    craps-table decide --endpoint tcp://127.0.0.1:5560 --roll-id table-1-00000042 --void --who ann
+    craps-table decide --endpoint tcp://127.0.0.1:5560 --pending
+
+9 NYCRR 5324.52(h)(1)(ii)(a): the boxperson determines which face is uppermost or voids the
+throw. Exit status: 0 the decision was taken (printed as JSON), 1 the table refused it (no such
+call, already decided) or did not answer, 2 bad arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from controller.boxperson import CurveClientKeys, send_command
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``craps-table decide``."""
+    parser.add_argument("--endpoint", default="tcp://127.0.0.1:5560",
+                        help="the table's boxperson command socket (default %(default)s)")
+    parser.add_argument("--roll-id", help="the roll the call is about (from the roll message)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--dice", nargs=2, type=int, metavar=("D1", "D2"),
+                      help="the value of each die, 1..6, left to right as on the evidence frame")
+    what.add_argument("--void", action="store_true", help="void the throw: the dice are re-rolled")
+    what.add_argument("--pending", action="store_true", help="list the pending calls and exit")
+    parser.add_argument("--who", help="the boxperson's name (logged and published with the roll)")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the table (default 5)")
+    parser.add_argument("--evidence-out", type=Path,
+                        help="with --roll-id and no decision: write the call's evidence PNG here")
+    parser.add_argument("--curve-secret", type=Path, help="this client's CURVE .key_secret (bus keys)")
+    parser.add_argument("--server-cert", type=Path, help="the table's CURVE public .key")
+
+
+def _bad(msg: str) -> int:
+    print(f"craps-table decide: {msg}", file=sys.stderr)
+    return 2
+
+
+def run(command: str, args: argparse.Namespace) -> int:
+    """Send the decision (or the query); print the table's reply as JSON."""
+    if (args.curve_secret is None) != (args.server_cert is None):
+        return _bad("--curve-secret and --server-cert go together")
+    curve = None if args.curve_secret is None else CurveClientKeys(args.curve_secret, args.server_cert)
+    if args.timeout <= 0:
+        return _bad("--timeout must be > 0")
+    if args.pending:
+        request = {"cmd": "pending"}
+    elif args.dice is None and not args.void:
+        if not args.roll_id or args.evidence_out is None:
+            return _bad("give --roll-id with --dice D1 D2 or --void (or --evidence-out), or --pending")
+        request = {"cmd": "evidence", "roll_id": args.roll_id}
+    else:
+        if not args.roll_id:
+            return _bad("--roll-id is required")
+        if not args.who or not args.who.strip():
+            return _bad("--who (the boxperson's name) is required")
+        if args.dice is not None and not all(1 <= v <= 6 for v in args.dice):
+            return _bad(f"--dice: each value must be 1..6, got {args.dice}")
+        request = {"cmd": "decide", "roll_id": args.roll_id, "who": args.who.strip()}
+        if args.void:
+            request["void"] = True
+        else:
+            request["dice"] = list(args.dice)
+    try:
+        reply = send_command(args.endpoint, request, timeout_s=args.timeout, curve=curve)
+    except TimeoutError as exc:
+        print(f"craps-table decide: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a bad endpoint or key file is bad input
+        return _bad(f"{type(exc).__name__}: {exc}")
+    if request["cmd"] == "evidence" and reply.get("ok"):
+        import base64
+
+        args.evidence_out.write_bytes(base64.b64decode(reply["png_b64"]))
+        print(json.dumps({"ok": True, "roll_id": reply["roll_id"], "evidence": str(args.evidence_out)}))
+        return 0
+    print(json.dumps(reply, indent=None))
+    if not reply.get("ok"):
+        print(f"craps-table decide: refused: {reply.get('error')}", file=sys.stderr)
+        return 1
+    return 0

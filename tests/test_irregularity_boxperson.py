@@ -1,0 +1,183 @@
+"""Boxperson calls: registry with an injected clock, evidence frame, ZeroMQ command server on
+loopback (plain and CURVE), and `craps-table decide`."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import cv2
+import numpy as np
+import pytest
+
+from controller.boxperson import (CallRegistry, CommandServer, CurveClientKeys, CurveServerKeys, DecisionError,
+                                  annotate_evidence, handle_request, send_command)
+from controller.cli import main as cli_main
+from controller.verdict import DieObservation
+from vision.types import DieReading
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+WALL = datetime(2026, 11, 29, 23, 30, tzinfo=timezone.utc)
+
+
+def registry(timeout=30.0, seen=None):
+    clock = Clock()
+    reg = CallRegistry(timeout, clock=clock, wall_clock=lambda: WALL,
+                       on_decision=None if seen is None else seen.append)
+    return reg, clock
+
+
+def test_answer_with_dice_logs_who_and_when():
+    seen = []
+    reg, clock = registry(seen=seen)
+    reg.open("t-1", "face-unreadable", b"png")
+    clock.t += 4.5
+    d = reg.answer("t-1", who="ann", dice=[3, 4])
+    assert d.to_json() == {"roll_id": "t-1", "reason": "face-unreadable", "outcome": "dice", "dice": [3, 4],
+                           "who": "ann", "at": "2026-11-29T23:30:00+00:00", "latency_s": 4.5}
+    assert not d.void and seen == [d] and reg.pending() == [] and reg.decision("t-1") == d
+
+
+def test_void_and_second_answer_refused():
+    reg, _ = registry()
+    reg.open("t-2", "die-not-flat", b"")
+    d = reg.answer("t-2", who="bob", void=True)
+    assert (d.outcome, d.dice, d.void) == ("void", None, True)
+    with pytest.raises(DecisionError, match="already decided \\(void by bob"):
+        reg.answer("t-2", who="ann", dice=[1, 1])
+
+
+def test_timeout_voids_the_roll():
+    seen = []
+    reg, clock = registry(timeout=10.0, seen=seen)
+    reg.open("t-3", "extra-dice", b"")
+    clock.t += 9.99
+    assert reg.expire() == []
+    clock.t += 0.02
+    (d,) = reg.expire()
+    assert (d.outcome, d.who, d.void, d.dice) == ("timeout", "timeout", True, None)
+    assert seen == [d]
+    with pytest.raises(DecisionError, match="already decided \\(timeout"):
+        reg.answer("t-3", who="ann", dice=[2, 2])
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"who": "", "dice": [1, 2]}, "name is required"),
+    ({"who": "ann"}, "either the dice"),
+    ({"who": "ann", "dice": [1, 2], "void": True}, "either the dice"),
+    ({"who": "ann", "dice": [1, 7]}, "1..6"),
+    ({"who": "ann", "dice": [1]}, "exactly two"),
+    ({"who": "ann", "dice": [1, 2.0]}, "integer"),
+])
+def test_bad_answers(kw, msg):
+    reg, _ = registry()
+    reg.open("t-4", "face-unreadable", b"")
+    with pytest.raises(DecisionError, match=msg):
+        reg.answer("t-4", **kw)
+    assert [c.roll_id for c in reg.pending()] == ["t-4"]  # nothing half-done
+
+
+def test_unknown_roll_and_duplicate_open():
+    reg, _ = registry()
+    with pytest.raises(DecisionError, match="no pending boxperson call"):
+        reg.answer("nope", who="ann", void=True)
+    reg.open("t-5", "face-unreadable", b"")
+    with pytest.raises(DecisionError, match="already opened"):
+        reg.open("t-5", "face-unreadable", b"")
+
+
+def test_handle_request_rejects_garbage():
+    reg, _ = registry()
+    assert "not JSON" in handle_request(reg, b"\xff\x00")["error"]
+    assert "JSON object" in handle_request(reg, b"[1]")["error"]
+    assert "unknown cmd" in handle_request(reg, b'{"cmd": "drop"}')["error"]
+    assert "unknown key" in handle_request(reg, b'{"cmd": "decide", "roll_id": "x", "who": "a", "x": 1}')["error"]
+
+
+def test_evidence_frame_is_a_png_with_boxes():
+    img = np.full((120, 160, 3), 40, np.uint8)
+    r = DieReading(value=None, bbox=(50, 50, 70, 70), centre=(60.0, 60.0), confidence=0.2, flat=False,
+                   extra={"seen_value": 5})
+    png = annotate_evidence(img, [DieObservation(r)], title="t-1 face-unreadable", notes=["cocked"])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    out = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
+    assert out.shape == img.shape
+    assert tuple(out[48, 60]) == (0, 0, 255)  # red box edge: a die in dispute
+    with pytest.raises(ValueError, match="uint8"):
+        annotate_evidence(np.zeros((4, 4), np.float32), [])
+
+
+def test_command_server_over_loopback_and_decide_cli(capsys, tmp_path):
+    seen = []
+    reg = CallRegistry(60.0, on_decision=seen.append)
+    img = np.full((60, 80, 3), 30, np.uint8)
+    reg.open("table-1-00000007", "face-unreadable", annotate_evidence(img, []))
+    reg.open("table-1-00000008", "die-not-flat", b"x")
+    server = CommandServer(reg, "tcp://127.0.0.1:*").start()
+    try:
+        ep = server.endpoint
+        assert ep.startswith("tcp://127.0.0.1:")
+        pend = send_command(ep, {"cmd": "pending"})
+        assert [c["roll_id"] for c in pend["calls"]] == ["table-1-00000007", "table-1-00000008"]
+        assert cli_main(["decide", "--endpoint", ep, "--roll-id", "table-1-00000007", "--evidence-out",
+                         str(tmp_path / "e.png")]) == 0
+        assert (tmp_path / "e.png").read_bytes()[:4] == b"\x89PNG"
+        capsys.readouterr()
+        assert cli_main(["decide", "--endpoint", ep, "--roll-id", "table-1-00000007", "--dice", "3", "4",
+                         "--who", "ann"]) == 0
+        reply = json.loads(capsys.readouterr().out)
+        assert reply["decision"]["dice"] == [3, 4] and reply["decision"]["who"] == "ann"
+        assert cli_main(["decide", "--endpoint", ep, "--roll-id", "table-1-00000007", "--void", "--who", "ann"]) == 1
+        assert "already decided" in capsys.readouterr().err
+        assert cli_main(["decide", "--endpoint", ep, "--roll-id", "table-1-00000008", "--void", "--who", "bob"]) == 0
+        assert [(d.roll_id, d.outcome, d.who) for d in seen] == [
+            ("table-1-00000007", "dice", "ann"), ("table-1-00000008", "void", "bob")]
+    finally:
+        server.close()
+
+
+def test_decide_cli_bad_input():
+    assert cli_main(["decide", "--roll-id", "x", "--dice", "3", "9", "--who", "ann"]) == 2
+    assert cli_main(["decide", "--roll-id", "x", "--dice", "3", "4"]) == 2
+    assert cli_main(["decide", "--dice", "3", "4", "--who", "a"]) == 2
+    with pytest.raises(SystemExit) as e:
+        cli_main(["decide", "--roll-id", "x", "--dice", "3", "4", "--void", "--who", "a"])
+    assert e.value.code == 2
+
+
+def test_decide_cli_no_server_is_status_1():
+    from bus.config import free_tcp_ports
+
+    (port,) = free_tcp_ports(1)
+    assert cli_main(["decide", "--endpoint", f"tcp://127.0.0.1:{port}", "--roll-id", "x", "--void",
+                     "--who", "a", "--timeout", "0.3"]) == 1
+
+
+def test_curve_command_server(tmp_path):
+    from bus.keys import authorize, generate_keys
+
+    server_keys = generate_keys(tmp_path, "table")
+    client_keys = generate_keys(tmp_path, "boxperson")
+    stranger = generate_keys(tmp_path, "stranger")
+    authorize(client_keys.curve_public, tmp_path / "authorized")
+    reg = CallRegistry(60.0)
+    reg.open("t-9", "face-unreadable", b"")
+    server = CommandServer(reg, "tcp://127.0.0.1:*",
+                           curve=CurveServerKeys(server_keys.curve_secret, tmp_path / "authorized")).start()
+    try:
+        bad = CurveClientKeys(stranger.curve_secret, server_keys.curve_public)
+        with pytest.raises(TimeoutError):
+            send_command(server.endpoint, {"cmd": "pending"}, timeout_s=0.5, curve=bad)
+        good = CurveClientKeys(client_keys.curve_secret, server_keys.curve_public)
+        reply = send_command(server.endpoint, {"cmd": "decide", "roll_id": "t-9", "dice": [6, 6], "who": "cy"},
+                             curve=good)
+        assert reply["ok"] and reply["decision"]["dice"] == [6, 6]
+    finally:
+        server.close()
