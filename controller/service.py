@@ -191,6 +191,8 @@ class TableService:
         self._fault = False
         self._started = False
         self._now = 0.0
+        self._outbox_blocked = False
+        self._last_retry = 0.0
 
     # --- life ---------------------------------------------------------------------------------
 
@@ -268,6 +270,9 @@ class TableService:
         except FrameError as exc:
             self._raise_fault("frame", str(exc))
             return None
+        if self._outbox_blocked and time.monotonic() - self._last_retry >= 1.0:
+            self._last_retry = time.monotonic()
+            self._flush_outbox()
         step = self.lifecycle.on_frame(frame.t, moving)
         body = None
         if step.kind == STEP_THROW:
@@ -358,9 +363,31 @@ class TableService:
         log.info("verdict %s %s %s", body["roll_id"], verdict.kind, body["reason"] or body["dice"])
         return body
 
-    def _publish_verdict_body(self, body: dict) -> None:
-        env = self._publish("roll", body)
+    def _publish_verdict_body(self, body: dict) -> bool:
+        """Publish a committed verdict and mark it. On a bus error the verdict stays in the
+        outbox (committed, unpublished), the fault lamp is lit, and :meth:`_flush_outbox`
+        retries it about every second; later verdicts queue behind it, in order."""
+        if self._outbox_blocked:
+            return False
+        try:
+            env = self._publish("roll", body)
+        except Exception as exc:  # noqa: BLE001 - the bus is an edge; the verdict is safe in the store
+            log.error("could not publish verdict %s (kept for retry): %s", body.get("roll_id"), exc)
+            self._outbox_blocked = True
+            self.stats.faults += 1
+            self.lamps.set_fault(True)
+            return False
         self.store.mark_published(body["roll_id"], env.get("seq") if isinstance(env, dict) else None)
+        return True
+
+    def _flush_outbox(self) -> None:
+        """Retry the verdicts the bus refused, oldest first."""
+        self._outbox_blocked = False
+        for body in self.store.unpublished():
+            if not self._publish_verdict_body(body):
+                return
+        if not self._fault:
+            self.lamps.set_fault(False)
 
     def _publish(self, topic: str, body: dict) -> dict:
         env = self.publisher.publish(topic, body)

@@ -429,3 +429,29 @@ def test_table_area_from_simulator_zones():
 
     assert np.allclose(source_table_area(FakeSim()), poly)
     assert source_table_area(object()) is None
+
+
+def test_bus_failure_keeps_verdicts_and_retries_in_order(tmp_path, monkeypatch):
+    class FlakyPublisher(ListPublisher):
+        down = False
+
+        def publish(self, topic, body):
+            if self.down and topic == "roll":
+                raise OSError("bus down")
+            return super().publish(topic, body)
+
+    pub = FlakyPublisher()
+    service = make_service(tmp_path, pub)
+    pub.down = True
+    bodies, t = run_throws(service, [[(3, 100, 100), (4, 200, 120)], [(2, 100, 100), (2, 200, 120)]])
+    assert len(bodies) == 2 and pub.rolls() == []
+    assert [b["roll_id"] for b in service.store.unpublished()] == ["t-test-00000001", "t-test-00000002"]
+    assert service.lamps.shown["fault"] == "on"
+    pub.down = False
+    clock = [time.monotonic() + 5.0]  # more than the 1 s retry interval later
+    monkeypatch.setattr("controller.service.time.monotonic", lambda: clock[0])
+    run_throws(service, [[(5, 100, 100), (5, 200, 120)]], t0=t + 1)
+    assert [b["roll_id"] for b in pub.rolls()] == ["t-test-00000001", "t-test-00000002", "t-test-00000003"]
+    assert service.store.unpublished() == [] and service.lamps.shown["fault"] == "off"
+    assert pub.rolls()[-1]["game"]["outcome"] == "no-decision"  # point 4 kept, then 10
+    service.close()
