@@ -188,7 +188,7 @@ class TableService:
         self.journalled_rolls = journalled_rolls
         self.observe = observe
         self.stats = ServiceStats()
-        self._fault = False
+        self._faults: set[str] = set()
         self._started = False
         self._now = 0.0
         self._outbox_blocked = False
@@ -270,6 +270,7 @@ class TableService:
         except FrameError as exc:
             self._raise_fault("frame", str(exc))
             return None
+        self._clear_fault("frame")
         if self._outbox_blocked and time.monotonic() - self._last_retry >= 1.0:
             self._last_retry = time.monotonic()
             self._flush_outbox()
@@ -293,9 +294,7 @@ class TableService:
             self.lifecycle.retry_read()
             self._raise_fault("reader", f"{type(exc).__name__}: {exc}")
             return None
-        if self._fault:
-            self._fault = False
-            self.lamps.set_fault(False)
+        self._clear_fault("reader")
         if self.observe is not None:
             observations, facts = self.observe(readings, frame)
             observations = list(observations)
@@ -386,8 +385,7 @@ class TableService:
         for body in self.store.unpublished():
             if not self._publish_verdict_body(body):
                 return
-        if not self._fault:
-            self.lamps.set_fault(False)
+        self.lamps.set_fault(bool(self._faults))
 
     def _publish(self, topic: str, body: dict) -> dict:
         env = self.publisher.publish(topic, body)
@@ -395,11 +393,22 @@ class TableService:
             self.on_message(topic, body, env)
         return env
 
+    def _clear_fault(self, where: str) -> None:
+        if where in self._faults:
+            self._faults.discard(where)
+            log.info("%s fault cleared", where)
+            self.lamps.set_fault(bool(self._faults) or self._outbox_blocked)
+
     def _raise_fault(self, where: str, message: str) -> None:
+        """Count the fault, light the fault lamp, and publish an ``alarm`` when this kind of
+        fault starts (not on every bad frame: a broken camera must not flood the bus)."""
         self.stats.faults += 1
-        self._fault = True
+        new = where not in self._faults
+        self._faults.add(where)
         self.lamps.set_fault(True)
         self.lamps.update(self.store.state, self.lifecycle.phase, now=self._now)
+        if not new:
+            return
         try:
             self._publish("alarm", {"code": f"{where}-fault", "message": message[:500]})
         except Exception:  # noqa: BLE001 - an alarm that cannot be sent is logged, not raised

@@ -455,3 +455,32 @@ def test_bus_failure_keeps_verdicts_and_retries_in_order(tmp_path, monkeypatch):
     assert service.store.unpublished() == [] and service.lamps.shown["fault"] == "off"
     assert pub.rolls()[-1]["game"]["outcome"] == "no-decision"  # point 4 kept, then 10
     service.close()
+
+
+def test_faults_raise_one_alarm_and_clear(tmp_path):
+    calls = {"n": 0}
+
+    def broken_then_fine(image):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("model file unreadable")
+        return fake_reader(image)
+
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    service.reader = broken_then_fine
+    service.start()
+    frames, t, i = throw_frames([(6, 100, 100), (6, 200, 120)], 0.0, rest=20)
+    bodies = [b for f in frames if (b := service.process(f))]
+    # the read failed once (fault, one alarm), was retried at the next rest and decided
+    alarms = [b for tp, b in pub.sent if tp == "alarm"]
+    assert [a["code"] for a in alarms] == ["reader-fault"] and "model file" in alarms[0]["message"]
+    assert len(bodies) == 1 and bodies[0]["dice"] == [6, 6]
+    assert service.lamps.shown["fault"] == "off"
+    for k in range(3):  # bad frames: one alarm for the run of them
+        service.process(Frame(np.zeros((4, 4), np.float64), t + k, i + k))
+    assert [b["code"] for tp, b in pub.sent if tp == "alarm"] == ["reader-fault", "frame-fault"]
+    assert service.lamps.shown["fault"] == "on"
+    service.process(Frame(scene_image([(6, 100, 100), (6, 200, 120)]), t + 5, i + 5))
+    assert service.lamps.shown["fault"] == "off"
+    service.close()
