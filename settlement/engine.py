@@ -193,14 +193,24 @@ class Table:
     reduced: frozenset = frozenset()   # (player, kind, number) marks of (c)(4)
 
     # ---- queries -------------------------------------------------------------------
+    def _idx(self):
+        # index of the current wagers tuple (rebuilt when the tuple is replaced)
+        cache = self.__dict__.get("_cache")
+        if cache is None or cache[0] is not self.wagers:
+            by_key: dict = {}
+            by_player: dict = {}
+            for w in self.wagers:
+                by_key.setdefault(w.key(), w)
+                by_player.setdefault(w.player, []).append(w)
+            cache = (self.wagers, by_key, by_player)
+            self.__dict__["_cache"] = cache
+        return cache
+
     def find(self, key: tuple) -> Wager | None:
-        for w in self.wagers:
-            if w.key() == key:
-                return w
-        return None
+        return self._idx()[1].get(key)
 
     def of_player(self, player: str) -> list[Wager]:
-        return [w for w in self.wagers if w.player == player]
+        return list(self._idx()[2].get(player, ()))
 
     # ---- requests ------------------------------------------------------------------
     def parse(self, req: dict, *, for_remove: bool = False) -> Wager:
@@ -318,7 +328,14 @@ class Table:
             return new
         new = w.with_(wid=self.next_wid, vig_paid=vig_paid)
         self.next_wid += 1
+        cache = self.__dict__.get("_cache")
         self.wagers = self.wagers + (new,)
+        if cache is not None and cache[0] is not None:  # keep the index current without a rebuild
+            old_tuple, by_key, by_player = cache
+            if old_tuple is self.wagers[:-1] or old_tuple == self.wagers[:-1]:
+                by_key.setdefault(new.key(), new)
+                by_player.setdefault(new.player, []).append(new)
+                self.__dict__["_cache"] = (self.wagers, by_key, by_player)
         return new
 
     def _check_odds(self, w: Wager) -> Wager:
