@@ -46,6 +46,8 @@ class FirmwareLampDriver:
         self._closed = False
         self.failures = 0
         link.add_link_listener(self._on_link)
+        if link.up:
+            self.resync()  # a new driver owns the layout: the MCU may still show an old host's lamps
 
     @staticmethod
     def setting(name: str, mode: str, brightness: float = 1.0) -> LampSetting:

@@ -394,8 +394,14 @@ class FirmwareLink:
                 p.attempts += 1
             ok = self._write(p.frame)
             with self._cv:
+                if not ok:
+                    # not transmitted (port closed or write failed): wait for the I/O thread to
+                    # notice (epoch change) instead of burning the retry budget
+                    p.attempts -= 1
+                    if p.attempts:
+                        self._stats.retransmissions -= 1
                 t_end = min(time.monotonic() + cfg.ack_timeout_s, deadline)
-                while ok and p.outcome is None and not p.retx and self._epoch == epoch and not self._closing.is_set():
+                while p.outcome is None and not p.retx and self._epoch == epoch and not self._closing.is_set():
                     left = t_end - time.monotonic()
                     if left <= 0:
                         break

@@ -36,8 +36,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def fast_config(path, **kw) -> BridgeConfig:
     """Timeouts tuned for a pseudo-terminal on a shared 2-core machine."""
-    base = dict(port=str(path), ack_timeout_s=0.02, retries=8, command_deadline_s=3.0, heartbeat_period_s=0.05,
-                link_timeout_s=0.3, hello_timeout_s=0.05, host_timeout_s=0.3, reconnect_initial_s=0.02,
+    base = dict(port=str(path), ack_timeout_s=0.02, retries=8, command_deadline_s=3.0, heartbeat_period_s=0.1,
+                link_timeout_s=1.0, hello_timeout_s=0.05, host_timeout_s=1.0, reconnect_initial_s=0.02,
                 reconnect_max_s=0.2)
     base.update(kw)
     return BridgeConfig(**base)
@@ -133,8 +133,9 @@ def test_lamp_driver_restores_lamps_after_mcu_restart(rig):
     lamps.set_lamp("point-9", "on")
     lamps.set_lamp("puck-on", "on", 0.25)
     old_boot = mcu.boot_id
-    mcu.reboot()
-    assert mcu.lamp("point-9") == ("off", 0)
+    with mcu.frozen():       # nothing can reach the MCU between the restart and the check
+        mcu.reboot()
+        assert mcu.lamp("point-9") == ("off", 0)
     assert mcu.wait_until(lambda: mcu.lamp("point-9") == ("on", 255) and mcu.lamp("puck-on") == ("on", 64), 3.0)
     assert link.status().mcu.boot_id == mcu.boot_id != old_boot
     lamps.close()
@@ -192,16 +193,21 @@ def test_event_queue_overflow_is_reported_once_with_the_count(mcu):
     assert [e.detail for e in events.items] == list(range(16))
 
 
-def test_shaker_ack_busy_nak_and_done_event(rig):
+def test_shaker_ack_busy_nak_stop_and_done_events(rig):
     mcu, link, events, *_ = rig
-    link.send_command(Shaker(ShakerAction.SHAKE, 150, 200))
+    link.send_command(Shaker(ShakerAction.SHAKE, 10000, 200))
+    assert mcu.shaker_busy
     with pytest.raises(CommandFailed) as exc:
         link.send_command(Shaker(ShakerAction.BLOW, 100))
     assert exc.value.reason == "nak:BUSY" and exc.value.maybe_executed is False
+    link.send_command(Shaker(ShakerAction.STOP))
     assert events.wait_for(lambda e: any(x.input is InputId.SHAKER_DONE for x in e))
-    done = [x for x in events.items if x.input is InputId.SHAKER_DONE]
-    assert [(d.value, d.detail) for d in done] == [(int(ShakerAction.SHAKE), int(ShakerResult.COMPLETED))]
-    assert len(mcu.executed) == 1
+    link.send_command(Shaker(ShakerAction.BLOW, 30))
+    assert events.wait_for(lambda e: sum(x.input is InputId.SHAKER_DONE for x in e) >= 2)
+    done = [(x.value, x.detail) for x in events.items if x.input is InputId.SHAKER_DONE]
+    assert done == [(int(ShakerAction.SHAKE), int(ShakerResult.STOPPED)),
+                    (int(ShakerAction.BLOW), int(ShakerResult.COMPLETED))]
+    assert [type(e.message).__name__ for e in mcu.executed] == ["Shaker"] * 3
 
 
 def test_retransmission_after_a_pulled_cable_is_not_executed_twice(mcu):
@@ -282,12 +288,12 @@ def test_missing_port_keeps_retrying_with_a_reason(tmp_path):
 
 
 def test_mcu_enters_failsafe_when_the_host_goes_silent(mcu):
-    link = FirmwareLink(fast_config(mcu.path)).start()
+    link = FirmwareLink(fast_config(mcu.path, host_timeout_s=0.3)).start()
     assert link.wait_up(3.0)
     link.send_command(Shaker(ShakerAction.SHAKE, 5000))
-    assert mcu.shaker_busy
+    assert mcu.shaker_busy and mcu.host_timeout_s == 0.3
     link.close()
-    assert mcu.wait_until(lambda: mcu.failsafe, 2.0)
+    assert mcu.wait_until(lambda: mcu.failsafe, 3.0)
     assert mcu.lamp("fault") == ("flash", 255) and not mcu.shaker_busy
 
 
