@@ -217,8 +217,32 @@ def _far_wall_from_track(track, band: np.ndarray | None, n_dice: int) -> bool | 
     tracks = [list(t) for t in track if len(t) > 0]
     if len(tracks) < max(1, n_dice):
         return None
-    reached = [any(point_in_polygon(band, (float(p[1]), float(p[2]))) for p in t) for t in tracks]
+    reached = [any(point_in_polygon(band, (float(x), float(y))) for x, y in _track_points(t)) for t in tracks]
     return all(reached)
+
+
+def _track_points(t: Sequence[tuple[float, float, float]]) -> list[tuple[float, float]]:
+    """The track's points, plus the turning point of every bounce back from the far end.
+
+    A fast die may strike the wall between two frames (5 m/s is 83 mm a frame at 60 Hz) and
+    never be sampled in the band. Where the x velocity turns from + to -, the incoming and
+    line of the segment before the turn (through the last point going out) and the line of the
+    segment after it (through the first point coming back) meet at the turning point ``x*``; it
+    is added (``y`` interpolated) when it falls between those two points in time.
+    """
+    pts = [(float(p[1]), float(p[2])) for p in t]
+    for k in range(1, len(t) - 2):
+        (ta, xa, _), (tb, xb, yb), (tc, xc, yc), (td, xd, _) = t[k - 1], t[k], t[k + 1], t[k + 2]
+        if not (tb > ta and tc > tb and td > tc):
+            continue
+        vin, vout = (xb - xa) / (tb - ta), (xd - xc) / (td - tc)
+        if vin <= 0 or vout >= 0:
+            continue
+        ts = (xc - xb + vin * tb - vout * tc) / (vin - vout)
+        if tb <= ts <= tc:
+            f = (ts - tb) / (tc - tb)
+            pts.append((xb + vin * (ts - tb), yb + f * (yc - yb)))
+    return pts
 
 
 def _far_wall_from_sensor(strikes: Sequence[float] | None, window: tuple[float, float] | None,
@@ -375,7 +399,9 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                 lean.append("rail")
             if bank is not None and _dist_to_boundary(bank, p) < tol.contact_margin * s:
                 lean.append("chip bank")
-        n_sides = (1 if support else 0) + len(lean)
+        # each distinct object touched is a side resting on it (a die wedged between two
+        # stacks rests on both with two sides); one object under the die is its bottom side
+        n_sides = len(support) + len(lean)
         if n_sides > 1:
             sides_resting[i] = n_sides
             notes.append(f"cocked die {r.value}: {n_sides} sides rest on objects ({', '.join(support + lean)}): "

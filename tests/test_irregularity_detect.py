@@ -179,3 +179,17 @@ def test_tolerances_are_parameters():
     assert verdict(readings) == ("roll", None, (3, 6))
     v, _ = judge(readings, calibration=CAL, tolerances=Tolerances(on_die_ratio=0.9))
     assert v.reason is Reason.DIE_ON_DIE
+
+
+def test_far_wall_strike_between_frames_is_found_from_the_bounce():
+    """At 5 m/s a die crosses the 50 mm band between two 60 Hz frames: the turning point of the
+    track (incoming and outgoing lines meeting) is at the wall."""
+    L = GEOM.length
+    dt = 1 / 60
+    fast = [(0.0, L - 150.0, 200.0), (dt, L - 67.0, 200.0), (2 * dt, L - 95.0, 201.0), (3 * dt, L - 160.0, 202.0)]
+    other = [(0.0, L - 150.0, 300.0), (dt, L - 30.0, 300.0)]
+    dice = [die(600, 200, 3), die(700, 300, 4)]
+    assert verdict(dice, track=[fast, other]) == ("roll", None, (3, 4))
+    # bounced off something mid-table: the turn is far from the wall
+    mid = [(0.0, 400.0, 200.0), (dt, 480.0, 200.0), (2 * dt, 470.0, 200.0), (3 * dt, 400.0, 200.0)]
+    assert verdict(dice, track=[mid, other]) == ("no-roll", "far-wall-missed", None)
