@@ -106,13 +106,12 @@ def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip]
         if a < 0.40 * w * h:
             continue
         sub = labels[y:y + h, x:x + w] == i
-        ys, xs = np.nonzero(sub)
-        if len(xs) >= 3:
-            cov = np.cov(np.vstack([xs, ys]).astype(np.float64))
-            ev = np.linalg.eigvalsh(cov)
-            elong = float(np.sqrt(max(ev[1], 1e-6) / max(ev[0], 1e-6)))
-        else:
-            elong = 1.0
+        mo = cv2.moments(sub.astype(np.uint8), binaryImage=True)
+        mu20, mu02, mu11 = mo["mu20"], mo["mu02"], mo["mu11"]
+        root = np.sqrt(max(0.0, ((mu20 - mu02) / 2) ** 2 + mu11 * mu11))
+        lam1 = (mu20 + mu02) / 2 + root
+        lam2 = (mu20 + mu02) / 2 - root
+        elong = float(np.sqrt(max(lam1, 1e-6) / max(lam2, 1e-6))) if a >= 3 else 1.0
         vec = dog[y:y + h, x:x + w][sub].mean(axis=0)
         contrast = float(d[y:y + h, x:x + w][sub].mean())
         cand.append((Pip(float(cents[i][0]), float(cents[i][1]), float(a), elong, contrast), vec))

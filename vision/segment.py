@@ -81,12 +81,11 @@ def find_regions(dist: np.ndarray, threshold: float, min_area: float, max_area: 
         return regions, mask
     hierarchy = hierarchy[0]
     areas = [cv2.contourArea(c) for c in contours]
-    for i, c in enumerate(contours):
-        if hierarchy[i][3] >= 0:
-            # A hole: fill it when it is small next to its parent (a pip, not a tray interior).
-            parent = hierarchy[i][3]
-            if areas[i] < 0.3 * areas[parent]:
-                cv2.drawContours(mask, contours, i, 255, -1)
+    # Fill holes that are small next to their parent (pips, not a tray interior).
+    holes = [c for i, c in enumerate(contours)
+             if hierarchy[i][3] >= 0 and areas[i] < 0.3 * areas[hierarchy[i][3]]]
+    if holes:
+        cv2.drawContours(mask, holes, -1, 255, -1)
     for i, c in enumerate(contours):
         if hierarchy[i][3] >= 0:
             continue
