@@ -30,7 +30,7 @@ class JournalError(Exception):
     """The journal file cannot be opened or is not a bus journal (message names the file)."""
 
 
-def _connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+def _connect(path: Path, *, readonly: bool = False, synchronous: str = "FULL") -> sqlite3.Connection:
     try:
         if readonly:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=10)
@@ -42,7 +42,7 @@ def _connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode.lower() != "wal":
                 raise JournalError(f"{path}: cannot switch to WAL mode (got {mode})")
-        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(f"PRAGMA synchronous={synchronous}")
         return conn
     except sqlite3.DatabaseError as exc:
         raise JournalError(f"{path}: not a usable SQLite journal: {exc}") from exc
@@ -53,14 +53,24 @@ class Journal:
 
     Args:
         path: SQLite file; created with its parent directory if missing.
-        readonly: open for reading only (the replay server thread, tests, tools).
+        readonly: open for reading only (tests, tools).
+        durable: commit with ``synchronous=FULL`` (fsync at every commit; messages). The
+            replay thread's connection records acknowledgements with ``durable=False``
+            (``synchronous=NORMAL``: survives a process crash; an ack lost to a power cut only
+            means the table keeps a message longer), so acks never hold up a publish.
+        autocheckpoint: let commits on this connection checkpoint the WAL into the database
+            (SQLite's default, every 1000 pages). The publisher turns it off on its writing
+            connection and calls :meth:`checkpoint` from its background thread, so no publish
+            waits for a checkpoint.
     Raises:
         JournalError: unreadable or foreign file.
     """
 
-    def __init__(self, path: Path, *, readonly: bool = False):
+    def __init__(self, path: Path, *, readonly: bool = False, durable: bool = True, autocheckpoint: bool = True):
         self.path = Path(path)
-        self._conn = _connect(self.path, readonly=readonly)
+        self._conn = _connect(self.path, readonly=readonly, synchronous="FULL" if durable else "NORMAL")
+        if not autocheckpoint:
+            self._conn.execute("PRAGMA wal_autocheckpoint=0")
         try:
             if not readonly:
                 self._conn.executescript(_SCHEMA)
@@ -139,6 +149,10 @@ class Journal:
         decides that they are acknowledged; ``last_seq`` is unchanged."""
         cur = self._conn.execute("DELETE FROM messages WHERE seq<=?", (int(upto),))
         return cur.rowcount
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database without blocking writers (``wal_checkpoint(PASSIVE)``)."""
+        self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

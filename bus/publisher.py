@@ -95,7 +95,7 @@ class RollPublisher:
         self._auth = None
         self._xpub = None
         try:
-            self._journal = Journal(cfg.journal_path)
+            self._journal = Journal(cfg.journal_path, autocheckpoint=False)  # the thread checkpoints
             self.journal_id = self._journal.journal_id
             self._last_seq = self._journal.last_seq
             self._auth = ThreadAuthenticator(self._ctx, log=logging.getLogger("bus.auth"))
@@ -119,6 +119,7 @@ class RollPublisher:
         self._send_lock = threading.Lock()
         self._pub_lock = threading.Lock()
         self._last_send = 0.0
+        self._last_checkpoint = 0.0
         self._stop = threading.Event()
         self._auto_hb = auto_heartbeat
         self._thread = threading.Thread(target=self._serve, name="bus-replay", daemon=True)
@@ -248,7 +249,7 @@ class RollPublisher:
 
     def _serve(self) -> None:
         """Background thread: replay requests, acks, heartbeats, XPUB subscription events."""
-        journal = Journal(self.cfg.journal_path)
+        journal = Journal(self.cfg.journal_path, durable=False)  # reads replays, records acks
         poller = zmq.Poller()
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._xpub, zmq.POLLIN)
@@ -289,6 +290,9 @@ class RollPublisher:
                         log.info("bus subscriber joined (filter %r)", ev[1:])
         if self._auto_hb and not self._closed and time.monotonic() - self._last_send >= hb:
             self.heartbeat()
+        if time.monotonic() - self._last_checkpoint >= 1.0:
+            journal.checkpoint()
+            self._last_checkpoint = time.monotonic()
 
     def _handle_request(self, journal: Journal, frames: list) -> None:
         ident = frames[0].bytes

@@ -54,7 +54,9 @@ class RollSubscriber:
         resume_after: if given, the last sequence number the application itself has durably
             applied (e.g. read from its ledger in the same transaction as its effects); the
             subscriber resumes after it instead of after its own state. This closes the window
-            between the application's commit and :meth:`ack`.
+            between the application's commit and :meth:`ack`; and since the application's
+            record is then the authority, the state file is written without an fsync per ack
+            (``synchronous=NORMAL``), which halves the disk flushes on settlement's side.
         on_alarm: ``callback(code, details)`` for ``"rejected"`` (bad signature, unknown table,
             malformed, foreign journal) and ``"gap_lost"``.
     Raises:
@@ -73,7 +75,7 @@ class RollSubscriber:
         server_public = load_curve_public(kf_table.curve_public)
         self._verify = load_verify_key(kf_table.sign_public)
         public, secret = load_curve_secret(kf_sub.curve_secret)
-        self._state = self._open_state(Path(state_path))
+        self._state = self._open_state(Path(state_path), durable=resume_after is None)
         self.journal_id: str | None = self._get("journal_id")
         applied = int(self._get("last_applied") or 0)
         if resume_after is not None:
@@ -111,11 +113,13 @@ class RollSubscriber:
 
     # -- state file -------------------------------------------------------------------------
     @staticmethod
-    def _open_state(path: Path) -> sqlite3.Connection:
+    def _open_state(path: Path, durable: bool) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=10)
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
+        # FULL: fsync at every ack. With resume_after the application's own record is the
+        # authority on restart, so the state only has to survive a process crash (NORMAL).
+        conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         conn.execute("CREATE TABLE IF NOT EXISTS bus_state(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         return conn
 
