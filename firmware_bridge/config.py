@@ -33,7 +33,7 @@ class BridgeConfig(BaseModel):
     port: str = Field(min_length=1, description="serial device path, e.g. /dev/serial/by-id/usb-...-if00")
     baud: int = Field(115200, gt=0, description="UART baud rate (ignored by USB CDC and pseudo-terminals)")
     exclusive: bool = Field(True, description="take an exclusive lock (flock) on the device")
-    ack_timeout_s: float = Field(0.05, gt=0, le=5, description="wait for ACK before retransmitting")
+    ack_timeout_s: float = Field(0.05, gt=0, le=5, description="first wait for ACK before retransmitting (doubles per transmission, up to 8x)")
     retries: int = Field(5, ge=0, le=100, description="retransmissions after the first transmission")
     command_deadline_s: float = Field(2.0, gt=0, le=60, description="longest send_command() may take, link outages included")
     heartbeat_period_s: float = Field(0.2, gt=0, le=10, description="host heartbeat period")

@@ -331,7 +331,8 @@ class FirmwareLink:
     def send_command(self, message: Message, *, timeout: float | None = None) -> CommandResult:
         """Send a SET_LAMPS or SHAKER command and wait for its ACK.
 
-        Retransmits the same frame (same seq) after ``ack_timeout_s``, at once on a NAK(BAD_FRAME)
+        Retransmits the same frame (same seq) when no answer came within the ACK wait
+        (``ack_timeout_s`` doubled at each transmission, at most 8 times it), at once on a NAK(BAD_FRAME)
         or an unreadable frame from the MCU, and after a reconnect; at most ``1 + retries``
         transmissions, all within ``timeout`` seconds (default ``command_deadline_s``), time spent
         waiting for a link outage to end included.
@@ -400,7 +401,7 @@ class FirmwareLink:
                     p.attempts -= 1
                     if p.attempts:
                         self._stats.retransmissions -= 1
-                t_end = min(time.monotonic() + cfg.ack_timeout_s, deadline)
+                t_end = min(time.monotonic() + ack_wait(cfg.ack_timeout_s, p.attempts), deadline)
                 while p.outcome is None and not p.retx and self._epoch == epoch and not self._closing.is_set():
                     left = t_end - time.monotonic()
                     if left <= 0:
@@ -686,6 +687,14 @@ class FirmwareLink:
                 fn(arg)
             except Exception:  # a listener's bug must not kill the link
                 log.exception("firmware link listener %r failed", fn)
+
+
+def ack_wait(ack_timeout_s: float, attempt: int) -> float:
+    """Seconds to wait for an ACK after transmission number ``attempt`` (1-based): the ACK timeout
+    doubled at each transmission, capped at 8 times it (docs/firmware-protocol.md 5.2), so a
+    stalled peer or host is not mistaken for a dead line while corruption is still answered at
+    once by the NAK-driven fast retransmit."""
+    return ack_timeout_s * min(2 ** max(attempt - 1, 0), 8)
 
 
 def _open_serial(cfg: BridgeConfig) -> serial.Serial:
