@@ -58,7 +58,7 @@ def _default_stacks() -> tuple[ChipStack, ...]:
         ChipStack(x=330.0, y=70.0, chips=3, colour=(60, 60, 200)),      # pass line, red $5
         ChipStack(x=620.0, y=60.0, chips=2, colour=(70, 140, 40)),      # pass line, green $25
         ChipStack(x=300.0, y=500.0, chips=4, colour=(40, 40, 40)),      # don't pass, black $100
-        ChipStack(x=560.0, y=470.0, chips=1, colour=(200, 200, 200)),   # field, white $1
+        ChipStack(x=420.0, y=470.0, chips=1, colour=(200, 200, 200)),   # field, white $1
         ChipStack(x=820.0, y=90.0, chips=5, colour=(60, 60, 200)),      # place bets
         ChipStack(x=850.0, y=500.0, chips=2, colour=(160, 60, 60)),     # blue
     )

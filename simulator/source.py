@@ -1,0 +1,211 @@
+"""``SimSource``: the simulated table as a camera frame source with ground truth.
+
+Each throw is played as a sequence of frames at ``fps`` frames per second of table time:
+
+1. ``idle`` for ``idle_s``: the empty table (the dice are in the shooter's hand);
+2. ``motion``: from the release until both dice have kept still for 0.15 s (or the throw's
+   cut-off), with motion blur from sub-frame poses;
+3. ``rest`` for ``rest_s``: the dice lie still;
+4. pick-up: the dice vanish (the stickperson collects them) and the next throw's ``idle``
+   frames begin.
+
+Every :class:`camera.base.Frame` carries ``truth``::
+
+    {"throw": int, "phase": "idle" | "motion" | "rest", "t": float, "scenario": str,
+     "seed": int,                       # the seed of this throw (SimSource seed + throw)
+     "dice": [                          # empty while idle
+        {"value": 1..6,                 # face most nearly up
+         "tilt_deg": float,             # of that face from level
+         "pose": {"pos_mm": [x, y, z], "quat": [w, x, y, z]},
+         "rests_on": "felt" | "chips" | "bank" | "cup" | "rail" | "off-table" | "die",
+         "sides": [{"face": 1..6, "on": "felt" | "chips" | ...}],   # which side rests on what
+         "flat": bool, "struck_far_wall": bool, "moving": bool,
+         "centre_px": [u, v],           # upper-face centre in the image
+         "bbox_px": [x0, y0, x1, y1],   # the projected cube, x1/y1 exclusive
+         "centre_mm": [x, y]}, ...]}    # table millimetres (see simulator.geometry)
+
+Motion and rest frames also carry ``truth["throw_t"]``, seconds since the release. On the last
+frame of a throw's ``motion`` and each ``rest`` frame, ``truth["irregularities"]`` lists what
+the final state shows (see :func:`simulator.scenarios.irregularities`), counting
+``still-moving`` when a die still moved at the timeout (``timeout_s``, 8 s by default).
+"""
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import numpy as np
+
+from camera.base import Frame
+
+from .geometry import CameraConfig, TableGeometry
+from .physics import TableSim
+from .render import DicePose, Renderer
+from .scenarios import DEFAULT_TIMEOUT_S, SCENARIOS, irregularities, plan_throw
+
+
+class SimSource:
+    """Frames of successive simulated throws (a :class:`camera.base.FrameSource`).
+
+    Args:
+        scenario: one of :data:`simulator.scenarios.SCENARIOS` (``"natural"`` by default).
+        seed: seed of the first throw; throw ``k`` uses ``seed + k`` (so
+            ``craps-table sim --seed N`` writes the first throw of ``SimSource(..., seed=N)``).
+        width, height: image size in pixels.
+        fps: frames per second of table time.
+        throws: number of throws, or ``None`` for endless.
+        geometry: the table (default :class:`TableGeometry`).
+        camera: camera settings; ``width``, ``height`` and ``fps`` override its fields.
+        idle_s, rest_s: seconds of empty table before each throw and of dice at rest after it.
+        timeout_s: table seconds after which a throw whose dice still move is cut off (the
+            ``still-moving`` scenario keeps its dice moving past it).
+        realtime: sleep so frames come no faster than ``fps`` (for a live service); tests
+            leave it off.
+
+    Raises:
+        ValueError: unknown scenario, ``throws`` < 0, or bad camera/geometry values
+            (pydantic.ValidationError is a ValueError).
+    """
+
+    def __init__(self, scenario: str = "natural", seed: int = 0, *, width: int = 1280,
+                 height: int = 720, fps: float = 60.0, throws: int | None = None,
+                 geometry: TableGeometry | None = None, camera: CameraConfig | None = None,
+                 idle_s: float = 0.5, rest_s: float = 1.0, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 realtime: bool = False) -> None:
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+        if throws is not None and throws < 0:
+            raise ValueError(f"throws must be >= 0 or None, got {throws}")
+        self.scenario, self.seed, self.throws = scenario, int(seed), throws
+        self.geometry = geometry or TableGeometry()
+        base = camera or CameraConfig()
+        self.camera_config = base.model_copy(update={"width": int(width), "height": int(height), "fps": float(fps)})
+        CameraConfig.model_validate(self.camera_config.model_dump())   # re-check the overrides
+        self.idle_s, self.rest_s, self.timeout_s = float(idle_s), float(rest_s), float(timeout_s)
+        self.realtime = realtime
+        self._closed = False
+        self._renderers: dict[TableGeometry, Renderer] = {}
+        self._sims: dict[TableGeometry, TableSim] = {}
+        self._base = self._renderer(self.geometry)
+
+    # ---- what the controller needs for its zones ---------------------------------------------
+    @property
+    def table_zones(self) -> dict[str, list[tuple[float, float]]]:
+        """Zone polygons in table mm: ``playing``, ``far_wall_band``, ``chip_bank``,
+        ``dice_cup``, ``rails`` (see :meth:`TableGeometry.zones`)."""
+        return self.geometry.zones()
+
+    @property
+    def homography(self) -> np.ndarray:
+        """float64 ``(3, 3)``: pixel ``(u, v, 1)`` -> felt-plane mm ``(x, y, 1)``."""
+        return self._base.cam.homography.copy()
+
+    @property
+    def die_side_px(self) -> float:
+        """Expected side of a die lying on the felt, in pixels (for ``read_dice``)."""
+        return self.geometry.die_size / self._base.cam.mm_per_px
+
+    def _renderer(self, g: TableGeometry) -> Renderer:
+        if g not in self._renderers:
+            self._renderers[g] = Renderer(g, self.camera_config, seed=self.seed)
+        return self._renderers[g]
+
+    def _sim(self, g: TableGeometry) -> TableSim:
+        if g not in self._sims:
+            self._sims[g] = TableSim(g)
+        return self._sims[g]
+
+    # ---- frames ------------------------------------------------------------------------------
+    def frames(self) -> Iterator[Frame]:
+        """Yield frames until ``throws`` throws are done (forever if ``None``) or
+        :meth:`close` is called."""
+        fps = self.camera_config.fps
+        dt = 1.0 / fps
+        index = 0
+        t_table = 0.0
+        wall0 = time.monotonic()
+        k = 0
+        while not self._closed and (self.throws is None or k < self.throws):
+            plan = plan_throw(self.scenario, self.seed + k, self.geometry, self.timeout_s)
+            r = self._renderer(plan.geometry)
+            sim = self._sim(plan.geometry)
+            src = f"sim:{self.scenario}:{plan.seed}"
+
+            def emit(image, truth):
+                nonlocal index, t_table
+                if self.realtime:
+                    lag = wall0 + t_table - time.monotonic()
+                    if lag > 0:
+                        time.sleep(lag)
+                f = Frame(image=image, t=round(t_table, 6), index=index, source=src, truth=truth)
+                index += 1
+                t_table += dt
+                return f
+
+            def base_truth(phase):
+                return {"throw": k, "phase": phase, "t": round(t_table, 6), "scenario": self.scenario,
+                        "seed": plan.seed, "dice": []}
+
+            for _ in range(int(round(self.idle_s * fps))):
+                if self._closed:
+                    return
+                yield emit(r.render([], index), base_truth("idle"))
+            sim.reset(plan.starts, plan.agitate_s, plan.seed)
+            cap = max(plan.timeout_s, plan.agitate_s + 4.0)
+            sub = self.camera_config.motion_blur
+            late = False        # still moving when the timeout expired
+            while True:
+                if self._closed:
+                    return
+                poses: list[list[DicePose]] = [[], []]
+                for _ in range(sub):
+                    sim.advance(dt / sub)
+                    for i, (p, q) in enumerate(sim.poses()):
+                        poses[i].append(DicePose(p, q))
+                if sim.t >= plan.timeout_s - 1e-9 and sim.t - dt < plan.timeout_s - 1e-9:
+                    late = sim.moving()
+                moving = sim.moving() and sim.t < cap
+                truth = base_truth("motion")
+                truth["throw_t"] = round(sim.t, 6)
+                truth["dice"] = self._dice_truth(r, sim)
+                if not moving:
+                    truth["irregularities"] = sorted(irregularities(sim.die_states(), late or sim.moving()))
+                yield emit(r.render(poses, index), truth)
+                if not moving:
+                    break
+            still_moving = sim.moving()
+            final = [[DicePose(p, q)] for p, q in sim.poses()]
+            for _ in range(int(round(self.rest_s * fps))):
+                if self._closed:
+                    return
+                if still_moving:       # cut off while moving: keep simulating, no rest phase
+                    sim.advance(dt)
+                    final = [[DicePose(p, q)] for p, q in sim.poses()]
+                truth = base_truth("motion" if still_moving and sim.moving() else "rest")
+                truth["throw_t"] = round(sim.t, 6)
+                truth["dice"] = self._dice_truth(r, sim)
+                truth["irregularities"] = sorted(irregularities(sim.die_states(), late or sim.moving()))
+                yield emit(r.render(final, index), truth)
+            k += 1
+
+    @staticmethod
+    def _dice_truth(r: Renderer, sim: TableSim) -> list[dict]:
+        out = []
+        for s in sim.die_states():
+            d = s.to_json()
+            pose = DicePose(s.pos_mm, s.quat)
+            u, v = r.die_centre_px(pose)
+            d["centre_px"] = [round(u, 2), round(v, 2)]
+            d["bbox_px"] = list(r.die_bbox_px(pose))
+            out.append(d)
+        return out
+
+    def close(self) -> None:
+        """Stop the frame iterator at the next frame. Safe to call twice."""
+        self._closed = True
+
+    def __enter__(self) -> "SimSource":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
