@@ -196,6 +196,17 @@ class RollPublisher:
             self.stats["heartbeats"] += 1
             self._send(envmod.HEARTBEAT, wire, None)
 
+    def reload_allow_list(self) -> int:
+        """Re-read the CURVE allow-list directory (after ``craps-table keys authorize`` or the
+        removal of a certificate); new handshakes use it at once. Returns how many public
+        certificates it holds. Existing connections stay up until they reconnect."""
+        if self._closed:
+            raise RuntimeError("publisher is closed")
+        self._auth.configure_curve(domain="*", location=str(self.cfg.allow_dir))
+        n = len(list(self.cfg.allow_dir.glob("*.key")))
+        log.info("bus: allow-list %s reloaded (%d certificates)", self.cfg.allow_dir, n)
+        return n
+
     def acks(self) -> dict[str, int]:
         """Acknowledged sequence number per subscriber (its CURVE public key, Z85)."""
         with self._pub_lock:

@@ -63,6 +63,9 @@ class RollSubscriber:
         bus.keys.BusKeyError: a key file is missing; sqlite3.DatabaseError: bad state file.
     """
 
+    #: seconds before a connection whose CURVE handshake was refused is tried again
+    AUTH_RETRY_S = 2.0
+
     def __init__(self, cfg: BusConfig, state_path: Path, *, resume_after: int | None = None,
                  on_alarm: Callable[[str, dict], None] | None = None):
         self.cfg = cfg
@@ -104,6 +107,7 @@ class RollSubscriber:
         self._mon_dealer = self._dealer.get_monitor_socket(watch)
         self._mon_sub = self._sub.get_monitor_socket(watch)
         self._auth_warned = 0.0
+        self._retry_at: dict[str, float] = {}
         self._dups_logged, self._dups_since_log = 0.0, 0
         self._reject_log: dict[str, tuple[float, int, int]] = {}
         self._poller = zmq.Poller()
@@ -190,6 +194,8 @@ class RollSubscriber:
             for mon in (self._mon_dealer, self._mon_sub):
                 if mon in events:
                     self._drain_monitor(mon)
+            if self._retry_at:
+                self._retry_connections()
 
     def ack(self, seq: int) -> None:
         """Acknowledge that every message up to ``seq`` has been durably applied (cumulative).
@@ -341,6 +347,19 @@ class RollSubscriber:
                 continue
             self._offer(env, "live")
 
+    def _retry_connections(self) -> None:
+        now = time.monotonic()
+        for which, at in list(self._retry_at.items()):
+            if now >= at:
+                del self._retry_at[which]
+                sock, ep = ((self._sub, self.cfg.pub_endpoint) if which == "live"
+                            else (self._dealer, self.cfg.replay_endpoint))
+                try:
+                    sock.disconnect(ep)
+                except zmq.ZMQError:
+                    pass
+                sock.connect(ep)
+
     def _drain_monitor(self, mon: zmq.Socket) -> None:
         """Connection events: after a (re)connection to the replay endpoint, re-send the replay
         request and the last ack at once (a restarted table lost the outstanding request);
@@ -364,6 +383,9 @@ class RollSubscriber:
                           zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL):
                 self.stats["auth_failures"] = self.stats.get("auth_failures", 0) + 1
                 now = time.monotonic()
+                # libzmq does not reconnect after a refused handshake: try again later, in case
+                # the table's allow-list is fixed meanwhile
+                self._retry_at[which] = now + self.AUTH_RETRY_S
                 if now - self._auth_warned > 10:
                     self._auth_warned = now
                     log.warning("bus: CURVE handshake with %s endpoint %s failed (event %d): is key %r in "

@@ -383,3 +383,18 @@ def test_rejection_log_is_rate_limited_but_all_counted(cfg: BusConfig, tmp_path:
             assert sub._accept(b"garbage", "live") is None
         assert sub.stats["rejected"] == 25 and sub.rejections == {"malformed": 25}
         assert sum("rejected message (malformed)" in r.getMessage() for r in caplog.records) == 10
+
+
+def test_reload_allow_list_admits_a_new_subscriber(cfg: BusConfig, tmp_path: Path):
+    from bus.keys import authorize, generate_keys
+
+    kf = generate_keys(cfg.keys_dir, "audit")
+    audit_cfg = cfg.model_copy(update={"subscriber_key": "audit"})
+    with RollPublisher(cfg) as pub:
+        pub.publish("roll", {"n": 1})
+        with RollSubscriber(audit_cfg, tmp_path / "a.sqlite") as sub:
+            assert _drain(sub, 1, timeout_s=1.0) == []  # not yet allow-listed
+            authorize(kf.curve_public, cfg.allow_dir)
+            assert pub.reload_allow_list() == 2
+            got = _drain(sub, 1, timeout_s=5.0)  # the client's reconnection now passes
+            assert [e["seq"] for e in got] == [1]
