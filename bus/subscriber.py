@@ -174,6 +174,7 @@ class RollSubscriber:
         if self._closed:
             raise RuntimeError("subscriber is closed")
         deadline = time.monotonic() + max(0.0, float(timeout_s))
+        polled = False
         while True:
             env = self._pending.pop(self._next, None)
             if env is not None:
@@ -184,9 +185,10 @@ class RollSubscriber:
             if self._head > self._contig and (self._req_at is None or now - self._req_at >= self.cfg.replay_timeout_s):
                 self._request_replay()
             remaining = deadline - now
-            if remaining <= 0:
+            if remaining <= 0 and polled:
                 return None
-            events = dict(self._poller.poll(max(1, int(min(remaining, 0.1) * 1000))))
+            polled = True  # receive(0) still looks at the sockets once
+            events = dict(self._poller.poll(int(min(max(remaining, 0.0), 0.1) * 1000)))
             if self._sub in events:
                 self._drain_live()
             if self._dealer in events:

@@ -398,3 +398,13 @@ def test_reload_allow_list_admits_a_new_subscriber(cfg: BusConfig, tmp_path: Pat
             assert pub.reload_allow_list() == 2
             got = _drain(sub, 1, timeout_s=5.0)  # the client's reconnection now passes
             assert [e["seq"] for e in got] == [1]
+
+
+def test_receive_zero_timeout_reads_sockets(cfg: BusConfig, tmp_path: Path):
+    with RollPublisher(cfg) as pub, RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+        pub.publish("roll", {"n": 1})
+        got, deadline = None, time.monotonic() + 5
+        while got is None and time.monotonic() < deadline:
+            got = sub.receive(0)
+            time.sleep(0.01)
+        assert got is not None and got["seq"] == 1
