@@ -1,7 +1,7 @@
 """Settlement vs crapssim 0.4.1, roll by roll over seeded dice, settings made equal.
 
 The full 100,000-roll run is ``python -m settlement.crosscheck --rolls 100000`` (minutes);
-this test runs 1,200 rolls (about 40,000 wager decisions) to stay well under 30 s, and
+this test runs 1,000 rolls (about 35,000 wager decisions) to stay well under 30 s, and
 demonstrates each remaining difference with fixed dice.
 """
 from __future__ import annotations
@@ -45,9 +45,9 @@ def cs_table(*bets):
 
 
 def test_seeded_rolls_agree_with_crapssim():
-    r = crosscheck(rolls=1200, seed=7)
+    r = crosscheck(rolls=1000, seed=7)
     assert r["unexplained"] == []
-    assert r["decisions"] > 30_000
+    assert r["decisions"] > 25_000
     assert r["explained"]["void-vs-push"] > 0          # don't come on 12: "void" vs crapssim "push"
     assert set(r["by_player"]) >= {"pass", "dont_pass", "come", "dont_come", "field", "horn", "whirl",
                                    "buy4", "lay10", "hard6", "hop16", "c_and_e"}
