@@ -6,15 +6,22 @@
         --snapshot /tmp/calib.png
     craps-table calibrate --source replay:photos/table.png --out config/calibration.toml
 
-Reads ``[layout]`` (markers) and ``[zones]`` from ``--layout`` (default: ``--out`` when it
-exists, else ``config/calibration.example.toml`` of this checkout), takes one frame from the
-source (after ``--skip`` frames, so a live camera's controls have settled), fits the
-homography (camera/calibration.py) and writes ``--out`` atomically with a new
-``[homography]``; ``--snapshot`` gets the frame with the zones, a 100 mm grid and the markers
-drawn, to check by eye before opening the table.
+    craps-table calibrate --source picamera2 --lens-images 'lens/*.png' --board 9x6 \
+        --out /etc/craps-table/calibration.toml
 
-Exit status: 0 written; 1 calibration failed (markers missing, error too large: nothing is
-written); 2 bad input (unreadable layout or image, bad source spec, camera not available).
+Reads ``[layout]`` (markers) and ``[zones]`` from ``--layout`` (default: ``--out`` when it
+exists, else ``config/calibration.example.toml`` of this checkout), takes frames from the
+source (one photo, or ``--frames`` frames of a live camera after ``--skip`` frames so that its
+controls have settled; marker corners are the median over them), fits the homography
+(camera/calibration.py) and writes ``--out`` atomically with a new ``[homography]``;
+``--snapshot`` gets the frame with the zones, a 100 mm grid and the markers drawn, to check by
+eye before opening the table. With ``--lens-images`` the lens distortion is first measured from
+chessboard photos (camera/lens.py) and written as ``[lens]``; without it a ``[lens]`` already in
+the layout file is used.
+
+Exit status: 0 written; 1 calibration failed (markers missing, error too large, chessboard not
+found: nothing is written); 2 bad input (unreadable layout or image, bad source spec, camera not
+available).
 """
 from __future__ import annotations
 
@@ -51,6 +58,15 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
                         help="frames to discard from a live source before the one used (default: %(default)s)")
     parser.add_argument("--camera-config", type=Path, default=None,
                         help="TOML with a [camera] table (exposure, gain...) for usb/picamera2")
+    parser.add_argument("--frames", type=int, default=None,
+                        help="frames of a live source to combine (median corners; default 5, 1 for replay)")
+    parser.add_argument("--lens-images", default=None,
+                        help="glob of chessboard photos (e.g. 'lens/*.png') to measure the lens distortion "
+                             "first; written as [lens]. Without it, the layout file's [lens] is used if any")
+    parser.add_argument("--board", default="9x6",
+                        help="chessboard inner corners COLSxROWS for --lens-images (default: %(default)s)")
+    parser.add_argument("--square-mm", type=float, default=25.0,
+                        help="chessboard square side, mm (default: %(default)s)")
 
 
 def _layout_path(args: argparse.Namespace) -> Path:
@@ -79,8 +95,9 @@ def _camera_config(args: argparse.Namespace):
     return parse_source_spec(args.source, base)
 
 
-def grab_frame(args: argparse.Namespace) -> tuple[np.ndarray, str]:
-    """One frame for calibration from ``--source``: ``(image uint8 BGR/grey, source name)``.
+def grab_frames(args: argparse.Namespace) -> tuple[list[np.ndarray], str]:
+    """Frames for calibration from ``--source``: ``([image uint8 BGR/grey, ...], source name)``;
+    one from a photo, ``--frames`` (default 5) from a live camera after ``--skip``.
 
     Raises:
         ValueError: a bad source spec or camera config.
@@ -94,19 +111,52 @@ def grab_frame(args: argparse.Namespace) -> tuple[np.ndarray, str]:
         image = cv2.imread(str(path), cv2.IMREAD_COLOR)
         if image is None:
             raise FrameError(f"{path}: not a readable image")
-        return image, f"replay:{path}"
+        return [image], f"replay:{path}"
     from camera.sources import open_source
     cfg = _camera_config(args)
     source = open_source(cfg)
     try:
         live = cfg.source in ("usb", "picamera2")
         skip = max(0, args.skip) if live else 0
+        want = max(1, args.frames if args.frames is not None else (5 if live else 1))
+        images, name = [], args.source
         for i, frame in enumerate(source.frames()):
             if i >= skip:
-                return frame.image, frame.source or args.source
+                images.append(frame.image)
+                name = frame.source or args.source
+                if len(images) >= want:
+                    return images, name
+        if images:
+            return images, name
         raise FrameError(f"{args.source}: the source ended before giving a frame")
     finally:
         source.close()
+
+
+def _lens(args: argparse.Namespace, cfile):
+    """The lens model: measured from ``--lens-images``, else the layout file's ``[lens]``."""
+    from camera.lens import Lens
+    if args.lens_images is None:
+        return (Lens.from_config(cfile.lens) if cfile.lens is not None else None), cfile.lens
+    import glob
+    from camera.lens import calibrate_lens
+    try:
+        cols, rows = (int(v) for v in args.board.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--board {args.board!r}: expected COLSxROWS inner corners, e.g. 9x6") from None
+    paths = sorted(glob.glob(args.lens_images))
+    if not paths:
+        raise FrameError(f"--lens-images {args.lens_images!r}: no such files")
+    images = []
+    for p in paths:
+        img = cv2.imread(p, cv2.IMREAD_COLOR)
+        if img is None:
+            raise FrameError(f"{p}: not a readable image")
+        images.append(img)
+    lens, rms = calibrate_lens(images, (cols, rows), args.square_mm, names=paths)
+    print(f"lens from {len(paths)} photos: rms {rms:.3f} px, fx {lens.camera_matrix[0, 0]:.1f} px, "
+          f"k1 {lens.dist_coeffs[0]:+.4f}")
+    return lens, lens.to_config(rms)
 
 
 def _write_image(path: Path, image: np.ndarray) -> None:
@@ -136,13 +186,23 @@ def run(command: str, args: argparse.Namespace) -> int:
     except CalibrationError as exc:
         print(f"craps-table calibrate: {exc}", file=sys.stderr)
         return 2
+    from camera.lens import LensError
     try:
-        image, source_name = grab_frame(args)
-    except (ValueError, FrameError, ImportError) as exc:
+        lens, lens_cfg = _lens(args, cfile)
+    except LensError as exc:
+        print(f"craps-table calibrate: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, FrameError) as exc:
         print(f"craps-table calibrate: {exc}", file=sys.stderr)
         return 2
     try:
-        result = calibrate(image, cfile.layout, cfile.zones, source=source_name)
+        images, source_name = grab_frames(args)
+    except (ValueError, FrameError, ImportError) as exc:
+        print(f"craps-table calibrate: {exc}", file=sys.stderr)
+        return 2
+    image = images[-1]
+    try:
+        result = calibrate(images, cfile.layout, cfile.zones, source=source_name, lens=lens)
     except CalibrationError as exc:
         print(f"craps-table calibrate: {exc}", file=sys.stderr)
         if args.snapshot is not None:
@@ -163,11 +223,12 @@ def run(command: str, args: argparse.Namespace) -> int:
                   file=sys.stderr)
         return 1
     rec = result.record
-    write_calibration(args.out, cfile.model_copy(update={"homography": rec}))
+    write_calibration(args.out, cfile.model_copy(update={"homography": rec, "lens": lens_cfg}))
     if args.snapshot is not None:
         _write_image(args.snapshot, draw_calibration(image, result.calibration, result.corners_px))
     centre = result.calibration.zones["playing"].mean(axis=0)
-    print(f"calibrated from {source_name} ({rec.image_width}x{rec.image_height}): markers {rec.markers_found}"
+    print(f"calibrated from {source_name} ({rec.image_width}x{rec.image_height}, {len(images)} frame(s)"
+          f"{', lens model' if lens is not None else ''}): markers {rec.markers_found}"
           + (f", missing {rec.markers_missing}" if rec.markers_missing else "")
           + (f", ignored unknown ids {list(result.unknown_ids)}" if result.unknown_ids else ""))
     print(f"corner error: mean {rec.error_mm_mean:.2f} mm / {rec.error_px_mean:.2f} px, "

@@ -45,6 +45,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from camera.base import check_image
+from camera.lens import Lens, LensConfig
 
 __all__ = [
     "DIE_SIZE_MM", "CalibrationError", "DiePlace", "MarkerSpec", "LayoutConfig", "HomographyRecord",
@@ -150,7 +151,8 @@ class HomographyRecord(_Strict):
     """TOML table ``[homography]``, written by ``craps-table calibrate``.
 
     Attributes:
-        pixel_to_mm: 3x3 homography, pixels -> table mm (``H[2][2] = 1``).
+        pixel_to_mm: 3x3 homography, pixels -> table mm (``H[2][2] = 1``); of undistorted
+            pixels when the file has a ``[lens]``.
         image_width, image_height: frame size it is valid for, pixels.
         error_mm_mean, error_mm_max: marker-corner reprojection error on the felt, mm.
         error_px_mean, error_px_max: the same in the image, pixels.
@@ -192,10 +194,12 @@ def _check_zones(zones: dict[str, list[tuple[float, float]]]) -> dict[str, list[
 
 class CalibrationFile(_Strict):
     """The whole calibration TOML: ``[layout]`` (with ``[[layout.markers]]``), ``[zones]``
-    (name = ``[[x, y], ...]`` mm) and, once calibrated, ``[homography]``."""
+    (name = ``[[x, y], ...]`` mm), optionally ``[lens]`` (camera/lens.py) and, once
+    calibrated, ``[homography]``."""
 
     layout: LayoutConfig
     zones: dict[str, list[tuple[float, float]]]
+    lens: LensConfig | None = None
     homography: HomographyRecord | None = None
 
     @field_validator("zones")
@@ -279,6 +283,7 @@ class Calibration:
         die_size_mm: die side, mm.
         camera_height_mm: camera above the felt (for the die's top-face size), or ``None``.
         image_size: ``(width, height)`` pixels it was made for, or ``None``.
+        lens: the lens model (``homography`` then maps undistorted pixels), or ``None``.
     """
 
     homography: np.ndarray
@@ -287,6 +292,7 @@ class Calibration:
     die_size_mm: float = DIE_SIZE_MM
     camera_height_mm: float | None = None
     image_size: tuple[int, int] | None = None
+    lens: Lens | None = None
     _inverse: np.ndarray = field(init=False, repr=False)
     _order: tuple[str, ...] = field(init=False, repr=False)
 
@@ -310,12 +316,17 @@ class Calibration:
         return cls(np.asarray(homography, dtype=np.float64), dict(zones), **kw)
 
     def to_mm(self, points_px) -> np.ndarray:
-        """Pixels ``(N, 2)`` -> felt points ``(N, 2)`` float64 mm."""
+        """Pixels ``(N, 2)`` -> felt points ``(N, 2)`` float64 mm (undistorted first when there
+        is a lens model)."""
+        if self.lens is not None:
+            points_px = self.lens.undistort(points_px)
         return map_points(self.homography, points_px)
 
     def to_px(self, points_mm) -> np.ndarray:
-        """Felt points ``(N, 2)`` mm -> pixels ``(N, 2)`` float64."""
-        return map_points(self._inverse, points_mm)
+        """Felt points ``(N, 2)`` mm -> pixels ``(N, 2)`` float64 (distorted by the lens model
+        when there is one)."""
+        ideal = map_points(self._inverse, points_mm)
+        return ideal if self.lens is None else self.lens.distort(ideal)
 
     def zones_at(self, point_mm: Sequence[float]) -> list[str]:
         """Every zone containing ``point_mm``, in priority order."""
@@ -416,15 +427,37 @@ def detect_markers(image: np.ndarray, dictionary: str = "DICT_4X4_50") -> dict[i
     return found
 
 
-def calibrate(image: np.ndarray, layout: LayoutConfig, zones: dict[str, Sequence[Sequence[float]]],
-              source: str = "") -> CalibrationResult:
-    """Find the layout's markers in ``image`` and fit the homography pixels -> table mm.
+def _median_corners(images: list[np.ndarray], dictionary: str) -> tuple[dict[int, np.ndarray], tuple[int, int]]:
+    """Markers found in at least half of the frames, each corner the median over the frames."""
+    seen: dict[int, list[np.ndarray]] = {}
+    size = None
+    for k, image in enumerate(images):
+        image = check_image(image, f"calibration image {k}" if len(images) > 1 else "calibration image")
+        here = (image.shape[1], image.shape[0])
+        if size is None:
+            size = here
+        elif here != size:
+            raise CalibrationError(f"calibration image {k}: {here[0]}x{here[1]} pixels, the first is "
+                                   f"{size[0]}x{size[1]}")
+        for i, c in detect_markers(image, dictionary).items():
+            seen.setdefault(i, []).append(c)
+    need = (len(images) + 1) // 2
+    return {i: np.median(np.stack(cs), axis=0) for i, cs in seen.items() if len(cs) >= need}, size
+
+
+def calibrate(image: np.ndarray | Sequence[np.ndarray], layout: LayoutConfig,
+              zones: dict[str, Sequence[Sequence[float]]], source: str = "",
+              lens: Lens | None = None) -> CalibrationResult:
+    """Find the layout's markers and fit the homography pixels -> table mm.
 
     Args:
-        image: ``uint8`` ``(H, W, 3)`` BGR or ``(H, W)`` grey, the table seen by the camera.
+        image: ``uint8`` ``(H, W, 3)`` BGR or ``(H, W)`` grey, the table seen by the camera; or a
+            list of such frames of one size from a still camera: a marker counts when found in at
+            least half of them, its corners the median (less sensor noise).
         layout: markers and thresholds.
         zones: name -> polygon in table mm.
         source: where the image came from (recorded).
+        lens: lens model of the camera (camera/lens.py); corners are undistorted before the fit.
 
     Returns:
         :class:`CalibrationResult`.
@@ -432,10 +465,16 @@ def calibrate(image: np.ndarray, layout: LayoutConfig, zones: dict[str, Sequence
     Raises:
         camera.base.FrameError: not a valid image.
         CalibrationError: fewer markers found than ``layout.required`` (naming the missing
-            ids), no homography, or a corner error above ``layout.max_error_mm``.
+            ids), frames or lens of different sizes, no homography, or a corner error above
+            ``layout.max_error_mm``.
     """
-    image = check_image(image, "calibration image")
-    found = detect_markers(image, layout.dictionary)
+    images = [image] if isinstance(image, np.ndarray) else list(image)
+    if not images:
+        raise CalibrationError("calibration: no image")
+    found, (width, height) = _median_corners(images, layout.dictionary)
+    if lens is not None and tuple(lens.image_size) != (width, height):
+        raise CalibrationError(f"calibration: the lens model is for {lens.image_size[0]}x{lens.image_size[1]} "
+                               f"pixels, the frames are {width}x{height}")
     listed = {m.id: m for m in layout.markers}
     used = sorted(i for i in found if i in listed)
     missing = sorted(i for i in listed if i not in found)
@@ -448,28 +487,28 @@ def calibrate(image: np.ndarray, layout: LayoutConfig, zones: dict[str, Sequence
             f"and not covered, and that the layout lists the right ids ({layout.dictionary})")
     px = np.vstack([found[i] for i in used])
     mm = np.vstack([marker_corners_mm(listed[i], layout.marker_size_mm) for i in used])
-    h, mask = cv2.findHomography(px, mm, cv2.RANSAC, layout.ransac_threshold_mm)
+    ideal = px if lens is None else lens.undistort(px)
+    h, mask = cv2.findHomography(ideal, mm, cv2.RANSAC, layout.ransac_threshold_mm)
     if h is None or not np.all(np.isfinite(h)) or abs(np.linalg.det(h)) < 1e-15:
         raise CalibrationError(f"calibration: no homography fits markers {used} "
                                "(are they all on the felt plane and listed at the right positions?)")
     h = h / h[2, 2]
-    err_mm = np.linalg.norm(map_points(h, px) - mm, axis=1)
-    err_px = np.linalg.norm(map_points(np.linalg.inv(h), mm) - px, axis=1)
+    cal = Calibration(h, dict(zones), tuple(layout.zone_priority), layout.die_size_mm,
+                      layout.camera_height_mm, (width, height), lens)
+    err_mm = np.linalg.norm(cal.to_mm(px) - mm, axis=1)
+    err_px = np.linalg.norm(cal.to_px(mm) - px, axis=1)
     worst = used[int(np.argmax(err_mm)) // 4]
     if err_mm.max() > layout.max_error_mm:
         raise CalibrationError(
             f"calibration: corner error up to {err_mm.max():.2f} mm (marker {worst}), more than "
             f"max_error_mm = {layout.max_error_mm}: is marker {worst} where the layout says, flat on "
-            "the felt, and is the lens distortion small?")
-    height, width = image.shape[:2]
+            "the felt, and is the lens distortion small (else measure it: --lens-images)?")
     record = HomographyRecord(
         pixel_to_mm=h.tolist(), image_width=width, image_height=height,
         error_mm_mean=float(err_mm.mean()), error_mm_max=float(err_mm.max()),
         error_px_mean=float(err_px.mean()), error_px_max=float(err_px.max()),
         markers_found=used, markers_missing=missing,
         created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), source=source)
-    cal = Calibration(h, dict(zones), tuple(layout.zone_priority), layout.die_size_mm,
-                      layout.camera_height_mm, (width, height))
     return CalibrationResult(cal, record, {i: found[i] for i in used}, unknown)
 
 
@@ -515,9 +554,10 @@ def load_calibration(path: str | Path) -> Calibration:
     if cf.homography is None:
         raise CalibrationError(f"{path}: no [homography]: run `craps-table calibrate --out {path}` first")
     r = cf.homography
+    lens = Lens.from_config(cf.lens) if cf.lens is not None else None
     return Calibration(np.asarray(r.pixel_to_mm, dtype=np.float64), dict(cf.zones),
                        tuple(cf.layout.zone_priority), cf.layout.die_size_mm, cf.layout.camera_height_mm,
-                       (r.image_width, r.image_height))
+                       (r.image_width, r.image_height), lens)
 
 
 def _toml_value(v: object) -> str:
@@ -581,6 +621,8 @@ def write_calibration(path: str | Path, cfile: CalibrationFile) -> None:
     lines += ["[zones]"]
     lines += [f"{name} = {_toml_value([list(p) for p in poly])}" for name, poly in cfile.zones.items()]
     lines.append("")
+    if cfile.lens is not None:
+        lines += [*_table("lens", cfile.lens.model_dump()), ""]
     if cfile.homography is not None:
         lines += [*_table("homography", cfile.homography.model_dump()), ""]
     text = "\n".join(lines)
@@ -604,6 +646,24 @@ _ZONE_COLOURS = {"playing": (0, 200, 0), "far_wall_band": (0, 200, 255), "chip_b
                  "dice_cup": (255, 0, 255), "rails": (0, 0, 255)}
 
 
+def _densify(points_mm, closed: bool, step_mm: float = 10.0) -> np.ndarray:
+    """Points every ``step_mm`` along a polyline, so that a lens-distorted edge is drawn curved."""
+    pts = np.asarray(points_mm, dtype=np.float64).reshape(-1, 2)
+    ends = np.vstack([pts, pts[:1]]) if closed else pts
+    out = []
+    for a, b in zip(ends[:-1], ends[1:]):
+        n = max(1, int(np.ceil(np.linalg.norm(b - a) / step_mm)))
+        out.append(a + (b - a) * (np.arange(n)[:, None] / n))
+    out.append(ends[-1:])
+    return np.vstack(out)
+
+
+def _polyline(img: np.ndarray, cal: Calibration, points_mm, colour, thickness: int, closed: bool) -> np.ndarray:
+    px = cal.to_px(_densify(points_mm, closed)).round().astype(np.int32)
+    cv2.polylines(img, [px.reshape(-1, 1, 2)], False, colour, thickness, cv2.LINE_AA)
+    return px
+
+
 def draw_calibration(image: np.ndarray, cal: Calibration, corners_px: dict[int, np.ndarray] | None = None,
                      grid_mm: float | None = 100.0) -> np.ndarray:
     """A copy of ``image`` (BGR ``uint8``) with the zones, a millimetre grid on the playing
@@ -618,15 +678,12 @@ def draw_calibration(image: np.ndarray, cal: Calibration, corners_px: dict[int, 
         poly = cal.zones["playing"]
         (x0, y0), (x1, y1) = poly.min(axis=0), poly.max(axis=0)
         for x in np.arange(math.ceil(x0 / grid_mm) * grid_mm, x1 + 1e-9, grid_mm):
-            p = cal.to_px([[x, y0], [x, y1]]).round().astype(np.int32)
-            cv2.line(out, tuple(p[0]), tuple(p[1]), (90, 90, 90), 1, cv2.LINE_AA)
+            _polyline(out, cal, [(x, y0), (x, y1)], (90, 90, 90), 1, closed=False)
         for y in np.arange(math.ceil(y0 / grid_mm) * grid_mm, y1 + 1e-9, grid_mm):
-            p = cal.to_px([[x0, y], [x1, y]]).round().astype(np.int32)
-            cv2.line(out, tuple(p[0]), tuple(p[1]), (90, 90, 90), 1, cv2.LINE_AA)
+            _polyline(out, cal, [(x0, y), (x1, y)], (90, 90, 90), 1, closed=False)
     for name, poly in cal.zones.items():
         colour = _ZONE_COLOURS.get(name, (255, 255, 255))
-        px = cal.to_px(poly).round().astype(np.int32)
-        cv2.polylines(out, [px.reshape(-1, 1, 2)], True, colour, 2, cv2.LINE_AA)
+        px = _polyline(out, cal, poly, colour, 2, closed=True)
         anchor = px.min(axis=0) + 4
         cv2.putText(out, name, (int(anchor[0]), int(anchor[1]) + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5,
                     colour, 1, cv2.LINE_AA)

@@ -58,10 +58,16 @@ def render(layout, *, mm_to_cam=None, hide=(), noise=2.0, seed=0, extra_ids=()):
         dst = map_points(S, big).astype(np.float32)
         t = float(side + 2 * quiet)
         src = np.array([[-0.5, -0.5], [t - 0.5, -0.5], [t - 0.5, t - 0.5], [-0.5, t - 0.5]], np.float32)
-        warp = cv2.getPerspectiveTransform(src, dst)
-        mask = cv2.warpPerspective(np.full(tile.shape[:2], 255, np.uint8), warp, (w, h), flags=cv2.INTER_NEAREST)
-        layer = cv2.warpPerspective(tile, warp, (w, h), flags=cv2.INTER_NEAREST)
-        flat[mask > 0] = layer[mask > 0]
+        # warp into the marker's bounding box only (a full-size warp per marker is slow)
+        x0, y0 = np.floor(dst.min(axis=0)).astype(int) - 2
+        x1, y1 = np.ceil(dst.max(axis=0)).astype(int) + 2
+        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+        warp = np.array([[1, 0, -x0], [0, 1, -y0], [0, 0, 1]], np.float64) @ cv2.getPerspectiveTransform(src, dst)
+        size = (int(x1 - x0), int(y1 - y0))
+        mask = cv2.warpPerspective(np.full(tile.shape[:2], 255, np.uint8), warp, size, flags=cv2.INTER_NEAREST)
+        layer = cv2.warpPerspective(tile, warp, size, flags=cv2.INTER_NEAREST)
+        roi = flat[y0:y1, x0:x1]
+        roi[mask > 0] = layer[mask > 0]
     flat = cv2.GaussianBlur(flat, (0, 0), PX_PER_MM / 2.5)  # anti-alias before shrinking
     layout_to_cam = mm_to_cam @ np.linalg.inv(S)
     cam = cv2.warpPerspective(flat, layout_to_cam, (CAM_W, CAM_H), flags=cv2.INTER_LINEAR,
