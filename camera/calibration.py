@@ -303,6 +303,8 @@ class Calibration:
         object.__setattr__(self, "homography", h)
         object.__setattr__(self, "zones", {k: np.asarray(v, dtype=np.float64).reshape(-1, 2)
                                            for k, v in self.zones.items()})
+        if not np.all(np.isfinite(h)) or abs(np.linalg.det(h)) < 1e-15:
+            raise CalibrationError("homography: not finite or singular (no mapping from pixels to the felt)")
         object.__setattr__(self, "_inverse", np.linalg.inv(h))
         order = [z for z in self.zone_priority if z in self.zones]
         order += [z for z in self.zones if z not in order]

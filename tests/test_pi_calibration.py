@@ -271,6 +271,10 @@ def test_from_homography_for_the_simulated_table():
     assert cal.to_mm([[100.0, 60.0]]).tolist() == [[100.0, 500.0]]
     assert cal.zone_of((100.0, 500.0)) == "playing"
     assert cal.die_side_px((100.0, 500.0)) == pytest.approx(19.05)
+    with pytest.raises(CalibrationError, match="singular"):
+        Calibration.from_homography(np.zeros((3, 3)), {"playing": [(0, 0), (1, 0), (1, 1)]})
+    with pytest.raises(CalibrationError, match=r"shape \(3, 3\)"):
+        Calibration.from_homography(np.eye(2), {"playing": [(0, 0), (1, 0), (1, 1)]})
 
 
 # -- craps-table calibrate -------------------------------------------------------------------
