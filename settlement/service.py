@@ -1,0 +1,226 @@
+"""``craps-table settle-service``: settle the line bets of test players as rolls arrive.
+
+A subscriber of the roll bus (:class:`bus.subscriber.RollSubscriber`). For every envelope
+in sequence order:
+
+* topic ``"roll"`` with verdict ``"roll"`` and dice: the roll is settled in the SQLite
+  ledger (:class:`settlement.ledger.Session`, one transaction, idempotent per envelope
+  ``seq``), one human-readable line is logged per decided wager, THEN the envelope is
+  acknowledged. A change of ``game.shooter`` that is not a seven-out is applied as a
+  voluntary relinquishment (N.J.A.C. 13:69F-1.11(a)). The engine tracks the game itself; if
+  the table's ``game.point`` differs from its own a warning line is logged.
+* anything else (no roll, boxperson call, state, alarm): acknowledged, nothing settled
+  (9 NYCRR 5324.52(k): a no roll decides nothing).
+
+The test players make line bets (issue 3 item 5): each is ``{"name": "p1", "bet": "pass" |
+"dont_pass" | "come" | "dont_come", "amount": cents, "odds": multiple}``; before every roll
+a player without a flat bet makes one when the rules allow it (pass/don't pass on the
+come-out, come/don't come after it), and takes or lays ``odds`` x amount behind each flat
+bet that has a point (capped by the profile's odds limit). A refused bet is logged.
+
+Restart: the subscriber resumes after the last roll seq in the ledger (``resume_after``),
+so a crash between the ledger commit and the ack cannot settle a roll twice.
+
+Demo use (in a thread)::
+
+    stop = threading.Event()
+    t = threading.Thread(target=run_settlement_service,
+                         args=(bus_cfg, "ny-5324", DEFAULT_PLAYERS, "/tmp/ledger.sqlite", stop))
+    t.start(); ...; stop.set(); t.join()
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Callable
+
+from .engine import Rejected
+from .ledger import Session
+from .profile import ProfileError, load_profile
+
+__all__ = ["run_settlement_service", "DEFAULT_PLAYERS", "add_arguments", "run", "LineBettor"]
+
+DEFAULT_PLAYERS = [
+    {"name": "p1", "bet": "pass", "amount": 1000, "odds": 2},
+    {"name": "p2", "bet": "dont_pass", "amount": 1000, "odds": 1},
+    {"name": "p3", "bet": "come", "amount": 500, "odds": 1},
+    {"name": "p4", "bet": "dont_come", "amount": 500, "odds": 0},
+]
+
+
+def _money(c: int) -> str:
+    return ("-" if c < 0 else "") + f"${abs(c) // 100}.{abs(c) % 100:02d}"
+
+
+class LineBettor:
+    """The test players' line-bet strategy (see module docstring). Pure decisions over a Table."""
+
+    def __init__(self, players: list[dict]):
+        for p in players:
+            if p.get("bet") not in ("pass", "dont_pass", "come", "dont_come"):
+                raise ValueError(f"player {p.get('name')!r}: 'bet' must be pass, dont_pass, come or dont_come")
+            if not isinstance(p.get("amount"), int) or p["amount"] <= 0:
+                raise ValueError(f"player {p.get('name')!r}: 'amount' must be positive cents")
+            if not isinstance(p.get("name"), str) or not p["name"]:
+                raise ValueError(f"player config needs a 'name': {p!r}")
+        self.players = players
+
+    def requests(self, table) -> list[dict]:
+        """The bets to make now."""
+        st = table.state
+        out = []
+        for p in self.players:
+            name, kind, amount = p["name"], p["bet"], p["amount"]
+            mine = table.of_player(name)
+            flat = [w for w in mine if w.kind == kind]
+            line = kind in ("pass", "dont_pass")
+            if line and st.point is None and not flat:
+                out.append({"player": name, "bet": kind, "amount": amount})
+            if not line and st.point is not None and not any(w.number is None for w in flat):
+                out.append({"player": name, "bet": kind, "amount": amount})
+            mult = p.get("odds", 0) or 0
+            if mult and "odds" in table.prof.permitted:
+                for w in flat:
+                    if w.number is None:
+                        continue
+                    if any(o.kind == "odds" and o.base == kind and o.number == w.number for o in mine):
+                        continue
+                    lim = table.prof.s.odds
+                    light = kind in ("pass", "come")
+                    cap_mult = (lim.take_multiple if light else lim.lay_multiple)[w.number]
+                    cap = (lim.take_max_cents if light else lim.lay_max_cents).get(w.number)
+                    odds = min(int(w.amount * mult), int(w.amount * cap_mult))
+                    if cap is not None:
+                        odds = min(odds, cap)
+                    if odds > 0:
+                        out.append({"player": name, "bet": "odds", "base": kind, "number": w.number, "amount": odds})
+        return out
+
+
+def _describe(seq: int, dice, outcome: str, s) -> str:
+    what = s.kind + (f" {s.base}" if s.base else "") + (f" {s.number}" if s.number and s.kind != "pass"
+                                                        and s.kind != "dont_pass" else "")
+    money = {"win": f"wins {_money(s.payout)}", "lose": "loses", "push": "push", "void": "void"}[s.result]
+    vig = f", vig {_money(s.vig)}" if s.vig else ""
+    return (f"settle seq={seq} dice={dice[0]}-{dice[1]} ({outcome}): {s.player} {what} stake {_money(s.stake)} "
+            f"{money}{vig}")
+
+
+def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: threading.Event,
+                           on_line: Callable[[str], None] = print, *, state_path: Path | None = None,
+                           max_rolls: int | None = None, receive_timeout_s: float = 0.2) -> int:
+    """Run the settlement subscriber until ``stop_event`` is set (or ``max_rolls`` rolls settled).
+
+    Args:
+        bus_cfg: a :class:`bus.config.BusConfig`.
+        profile: profile name / path, or a loaded :class:`settlement.profile.Profile`.
+        players: test players (see :data:`DEFAULT_PLAYERS`).
+        ledger_path: SQLite ledger file (created if missing; resumes its session).
+        stop_event: set it to stop (checked every ``receive_timeout_s`` seconds).
+        on_line: called with each human-readable line (settled wagers, refusals, warnings).
+        state_path: the subscriber's state file (default: ledger path + ".bus").
+        max_rolls: stop after settling this many rolls (None = no limit).
+
+    Returns:
+        the number of rolls settled.
+
+    Raises:
+        ProfileError: bad profile; ValueError: bad players; bus errors from the subscriber.
+    """
+    from bus.subscriber import RollSubscriber
+
+    prof = load_profile(profile) if isinstance(profile, (str, Path)) else profile
+    bettor = LineBettor(list(players))
+    ledger_path = Path(ledger_path)
+    sess = Session(prof, ledger_path)
+    state_path = Path(state_path) if state_path else Path(str(ledger_path) + ".bus")
+    sub = RollSubscriber(bus_cfg, state_path, resume_after=sess.last_seq,
+                         on_alarm=lambda code, d: on_line(f"bus alarm {code}: {d}"))
+    settled = 0
+    last_shooter = None
+    try:
+        _bet(sess, bettor, on_line)
+        while not stop_event.is_set() and (max_rolls is None or settled < max_rolls):
+            env = sub.receive(receive_timeout_s)
+            if env is None:
+                continue
+            seq = env["seq"]
+            body = env.get("body") or {}
+            if env.get("topic") == "roll" and body.get("verdict") == "roll" and body.get("dice"):
+                dice = body["dice"]
+                game = body.get("game") or {}
+                shooter = game.get("shooter")
+                if (seq > sess.last_seq and last_shooter is not None and shooter is not None
+                        and shooter != last_shooter and sess.table.state.shooter_rolls > 0):
+                    sess.shooter_change("voluntary")
+                    on_line(f"shooter change (voluntary) before seq={seq}")
+                last_shooter = shooter
+                try:
+                    out, applied = sess.roll(dice, seq)
+                except ValueError as exc:
+                    on_line(f"roll seq={seq} refused: {exc}")
+                    sub.ack(seq)
+                    continue
+                if applied:
+                    outcome = _outcome(sess)
+                    for s in out:
+                        bal = sess.balance(s.player)
+                        on_line(_describe(seq, dice, outcome, s) + f", balance {_money(bal)}")
+                    if "point" in game and game.get("point") != sess.table.state.point:
+                        on_line(f"warning: table reports point {game.get('point')}, settlement has "
+                                f"{sess.table.state.point} after seq={seq}")
+                    settled += 1
+                sub.ack(seq)   # after the ledger commit
+                _bet(sess, bettor, on_line)
+            else:
+                sub.ack(seq)
+    finally:
+        sub.close()
+        sess.close()
+    return settled
+
+
+def _outcome(sess) -> str:
+    r = sess.db.execute("SELECT outcome FROM rolls ORDER BY seq DESC LIMIT 1").fetchone()
+    return r[0] if r else ""
+
+
+def _bet(sess, bettor: LineBettor, on_line) -> None:
+    for req in bettor.requests(sess.table):
+        try:
+            sess.place(req)
+        except Rejected as exc:
+            on_line(f"bet refused: {req['player']} {req['bet']} {_money(req['amount'])}: {exc.reason} ({exc.rule})")
+
+
+def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``craps-table settle-service``."""
+    parser.add_argument("--profile", default="ny-5324", help="profile NAME or path (default ny-5324)")
+    parser.add_argument("--bus-dir", required=True, type=Path,
+                        help="directory of a local bus (BusConfig.local: ipc sockets, journal, keys)")
+    parser.add_argument("--ledger", required=True, type=Path, help="SQLite ledger file")
+    parser.add_argument("--players", type=Path, help="JSON file: a list of test players (default: 4 line bettors)")
+    parser.add_argument("--max-rolls", type=int, help="stop after settling this many rolls")
+
+
+def run(command: str, args: argparse.Namespace) -> int:
+    """Entry point of ``craps-table settle-service``. Returns the exit status."""
+    from bus.config import BusConfig
+    try:
+        prof = load_profile(args.profile)
+        players = json.loads(args.players.read_text()) if args.players else DEFAULT_PLAYERS
+        LineBettor(players)
+        cfg = BusConfig.local(args.bus_dir)
+    except (ProfileError, ValueError, OSError) as exc:
+        print(f"craps-table settle-service: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    run_settlement_service(cfg, prof, players, args.ledger, stop, on_line=lambda s: print(s, flush=True),
+                           max_rolls=args.max_rolls)
+    return 0

@@ -1,0 +1,74 @@
+"""Settlement service: settles line bets from the roll bus, acks after applying, idempotent on restart."""
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("bus.subscriber")
+
+from bus.config import BusConfig  # noqa: E402
+from bus.publisher import RollPublisher  # noqa: E402
+
+from settlement.service import run_settlement_service  # noqa: E402
+
+PLAYERS = [{"name": "p1", "bet": "pass", "amount": 1000, "odds": 2},
+           {"name": "p2", "bet": "dont_pass", "amount": 1000, "odds": 0}]
+
+
+def body(d1, d2, shooter=1, point=None):
+    return {"roll_id": f"r{d1}{d2}", "verdict": "roll", "reason": None, "dice": [d1, d2], "total": d1 + d2,
+            "game": {"shooter": shooter, "shooter_roll": 1, "come_out": True, "point": point, "puck": "OFF",
+                     "outcome": None}, "frame_sha256": "0" * 64, "decision": None}
+
+
+def run_service(cfg, ledger, lines, n_rolls):
+    stop = threading.Event()
+    t = threading.Thread(target=run_settlement_service,
+                         args=(cfg, "ny-5324", PLAYERS, ledger, stop),
+                         kwargs={"on_line": lines.append, "max_rolls": n_rolls}, daemon=True)
+    t.start()
+    return t, stop
+
+
+def test_service_settles_line_bets_and_acks(tmp_path: Path):
+    cfg = BusConfig.local(tmp_path / "bus")
+    ledger = tmp_path / "ledger.sqlite"
+    pub = RollPublisher(cfg)
+    try:
+        lines: list[str] = []
+        t, stop = run_service(cfg, ledger, lines, 3)
+        time.sleep(0.5)
+        pub.publish("roll", body(2, 2, point=4))
+        pub.publish("roll", {**body(1, 1), "verdict": "no-roll", "dice": None})
+        pub.publish("roll", body(3, 1, point=None))
+        pub.publish("roll", body(6, 6))
+        t.join(20)
+        stop.set()
+        assert not t.is_alive()
+        settled = [x for x in lines if x.startswith("settle")]
+        assert any("p1 pass stake $10.00 wins $10.00" in x for x in settled), lines
+        assert any("p1 odds pass 4 stake $20.00 wins $40.00" in x for x in settled), lines
+        assert any("p2 dont_pass stake $10.00 loses" in x for x in settled), lines
+        assert any("p2 dont_pass stake $10.00 push" in x for x in settled), lines        # 12: bar
+        assert any("p1 pass stake $10.00 loses" in x for x in settled), lines             # craps 12
+        db = sqlite3.connect(ledger)
+        bal = dict(db.execute("SELECT player, cents FROM balances"))
+        assert bal == {"p1": 3000, "p2": -2000}             # net, open bets included
+        assert pub.acks() and max(pub.acks().values()) == 4
+        # a restart replays nothing already settled: balances unchanged, then one new roll settles
+        lines2: list[str] = []
+        t, stop = run_service(cfg, ledger, lines2, 1)
+        time.sleep(0.5)
+        pub.publish("roll", body(5, 6))
+        t.join(20)
+        stop.set()
+        bal = dict(sqlite3.connect(ledger).execute("SELECT player, cents FROM balances"))
+        assert bal == {"p1": 4000, "p2": -3000}
+        assert [x for x in lines2 if x.startswith("settle")] == [
+            x for x in lines2 if "seq=5" in x and x.startswith("settle")]
+    finally:
+        pub.close()
