@@ -12,7 +12,9 @@ A frame on the wire is::
   7(2), 1999), via the ``cobs`` package; the 0x00 byte never occurs inside an encoded frame and
   ends every frame.
 * integrity: CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection, xorout 0x0000,
-  check("123456789") = 0x29B1), via the ``crc`` package, over ver..payload, appended little-endian.
+  check("123456789") = 0x29B1), defined by the ``crc`` package's CRC-16/IBM-3740 and computed
+  with the standard library's ``binascii.crc_hqx`` (checked equal), over ver..payload, appended
+  little-endian.
 * every message type has a payload whose length is fully determined by its own fields, so a
   frame whose length disagrees with its type is rejected even if its CRC matches.
 
@@ -22,6 +24,7 @@ message from bad *Python values* (a lamp id of 300, say) raises :class:`Protocol
 """
 from __future__ import annotations
 
+import binascii
 import enum
 import struct
 from dataclasses import dataclass, field
@@ -45,17 +48,34 @@ SEQ_MAX = 0xFFFF
 #: Longest text in an ERROR_REPORT, in bytes (ASCII).
 MAX_ERROR_TEXT = 64
 
-_CRC = Calculator(Crc16.IBM_3740.value, optimized=True)  # IBM-3740 == CRC-16/CCITT-FALSE
+#: The ``crc`` package's CRC-16/IBM-3740 (== CRC-16/CCITT-FALSE) is the definition of the CRC.
+_CRC_REFERENCE = Calculator(Crc16.IBM_3740.value, optimized=True)
+
+
+def crc16_reference(data: bytes) -> int:
+    """CRC-16/CCITT-FALSE by the ``crc`` package (the definition; about 5 us per byte)."""
+    return int(_CRC_REFERENCE.checksum(bytes(data)))
 
 
 def crc16_ccitt_false(data: bytes) -> int:
     """CRC-16/CCITT-FALSE of ``data`` (poly 0x1021, init 0xFFFF, refin/refout false, xorout 0).
 
     Returns an int in 0..0xFFFF.  ``crc16_ccitt_false(b"123456789") == 0x29B1`` (the catalogue
-    check value, Williams "A painless guide to CRC error detection algorithms", and the RevEng
-    CRC catalogue entry CRC-16/IBM-3740).
+    check value; RevEng CRC catalogue, CRC-16/IBM-3740).  Computed with the standard library's
+    C ``binascii.crc_hqx(data, 0xFFFF)`` (same polynomial, no reflection, init passed in), about
+    150 times faster than the pure-Python ``crc`` package; equality with :func:`crc16_reference`
+    is checked at import and property-tested in tests/test_firmware_protocol.py.
     """
-    return int(_CRC.checksum(bytes(data)))
+    return binascii.crc_hqx(data, 0xFFFF)
+
+
+def _self_check() -> None:
+    for vector in (b"123456789", b"", b"\x00", bytes(range(256))):
+        if crc16_ccitt_false(vector) != crc16_reference(vector):
+            raise RuntimeError("binascii.crc_hqx disagrees with the crc package's CRC-16/IBM-3740")
+
+
+_self_check()
 
 
 def next_seq(seq: int) -> int:

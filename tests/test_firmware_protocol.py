@@ -36,6 +36,7 @@ from firmware_bridge.protocol import (
     ShakerAction,
     Version,
     crc16_ccitt_false,
+    crc16_reference,
     decode_one,
     encode_frame,
     encode_raw,
@@ -65,8 +66,14 @@ EXAMPLES = [
 
 def test_crc_is_ccitt_false_check_value():
     # CRC-16/CCITT-FALSE catalogue check value.
-    assert crc16_ccitt_false(b"123456789") == 0x29B1
+    assert crc16_ccitt_false(b"123456789") == 0x29B1 == crc16_reference(b"123456789")
     assert crc16_ccitt_false(b"") == 0xFFFF
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.binary(max_size=300))
+def test_fast_crc_equals_the_crc_package(data):
+    assert crc16_ccitt_false(data) == crc16_reference(data)
 
 
 @pytest.mark.parametrize("message,seq", EXAMPLES, ids=[f"{type(m).__name__}-{s}" for m, s in EXAMPLES])
@@ -187,7 +194,7 @@ def test_bad_values_raise_protocol_error_naming_the_field(build):
 
 def test_every_single_byte_corruption_of_a_frame_is_detected():
     """Exhaustive: each byte of each encoded example replaced by each of the other 255 values."""
-    for message, seq in EXAMPLES[:8]:
+    for message, seq in EXAMPLES:
         enc = encode_frame(message, seq)[:-1]
         for i in range(len(enc)):
             for v in range(256):
@@ -224,7 +231,7 @@ def corrupted_streams(draw):
     return frames, bytes(wire), chunks
 
 
-@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(corrupted_streams())
 def test_corruption_never_yields_a_wrong_frame(case):
     frames, wire, chunks = case
@@ -244,7 +251,7 @@ def test_corruption_never_yields_a_wrong_frame(case):
             assert (item.seq, item.message) in originals
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=250, deadline=None, derandomize=True)
 @given(st.lists(st.binary(min_size=0, max_size=300), max_size=8))
 def test_reader_never_raises_on_any_bytes(chunks):
     dec = FrameDecoder()
@@ -256,7 +263,7 @@ def test_reader_never_raises_on_any_bytes(chunks):
                 assert encode_frame(item.message, item.seq)[:-1] in b"".join(chunks)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=120, deadline=None, derandomize=True)
 @given(st.lists(messages, min_size=1, max_size=5), st.lists(st.integers(1, 17), min_size=1, max_size=5))
 def test_chunking_does_not_change_what_is_decoded(frames, cuts):
     wire = b"".join(encode_frame(m, s) for m, s in frames)
@@ -271,9 +278,11 @@ def test_chunking_does_not_change_what_is_decoded(frames, cuts):
 
 
 def test_random_multi_byte_corruption_statistics():
-    """20,000 frames with 2..4 random bytes replaced: none decodes to a different message."""
+    """20,000 frames with 2..4 random bytes replaced.  CRC-16 lets through about 1 in 65,536 of
+    such frames (a 200,000-frame run let 2 through: 1e-5), so at most 2 may decode to a different
+    message here; a broken CRC check would let thousands through."""
     rng = random.Random(7)
-    accepted_wrong = 0
+    accepted_wrong = rejected = 0
     for _ in range(20000):
         m, s = rng.choice(EXAMPLES)
         enc = bytearray(encode_frame(m, s)[:-1])
@@ -282,4 +291,6 @@ def test_random_multi_byte_corruption_statistics():
         r = decode_one(bytes(enc))
         if isinstance(r, Received) and (r.seq, r.message) != (s, m):
             accepted_wrong += 1
-    assert accepted_wrong == 0
+        rejected += isinstance(r, Rejected)
+    assert accepted_wrong <= 2
+    assert rejected >= 19900
