@@ -37,6 +37,9 @@ from camera.errors import CameraUnavailable
 
 __all__ = ["UsbCameraConfig", "UsbSource"]
 
+#: ``V4L2_CID_EXPOSURE_AUTO`` menu value of auto exposure (aperture priority), videodev2.h.
+V4L2_EXPOSURE_APERTURE_PRIORITY = 3.0
+
 
 class UsbCameraConfig(BaseModel):
     """TOML table ``[camera.usb]``.
@@ -132,6 +135,10 @@ class UsbSource:
                 self._set(cv2.CAP_PROP_AUTO_EXPOSURE, c.manual_exposure_value,
                           "manual exposure (CAP_PROP_AUTO_EXPOSURE)", required=True)
                 self._set(cv2.CAP_PROP_EXPOSURE, c.exposure, "exposure (CAP_PROP_EXPOSURE)", required=True)
+                mode = float(self._cap.get(cv2.CAP_PROP_AUTO_EXPOSURE))
+                if mode == V4L2_EXPOSURE_APERTURE_PRIORITY and c.manual_exposure_value != mode:
+                    raise CameraUnavailable(f"{self.name}: the camera accepted manual exposure but reports "
+                                            f"auto exposure (CAP_PROP_AUTO_EXPOSURE={mode:g})")
             except CameraUnavailable as exc:
                 raise CameraUnavailable(str(exc) + hint) from None
         if c.gain is not None:

@@ -102,6 +102,22 @@ def test_usb_refusing_exposure_lock_is_refused_and_released():
     src.close()
 
 
+def test_usb_camera_that_stays_on_auto_exposure_is_refused():
+    class Stubborn(FakeCapture):
+        def get(self, prop):
+            return 3.0 if prop == cv2.CAP_PROP_AUTO_EXPOSURE else super().get(prop)
+
+    made = {}
+
+    def factory(device, api):
+        made["cap"] = Stubborn(device, api)
+        return made["cap"]
+
+    with pytest.raises(CameraUnavailable, match=r"reports auto exposure \(CAP_PROP_AUTO_EXPOSURE=3\)"):
+        UsbSource(UsbCameraConfig(), capture_factory=factory)
+    assert made["cap"].released == 1
+
+
 def test_usb_not_opened_names_the_device():
     with pytest.raises(CameraUnavailable, match=r"usb:3: cannot open the camera.*'video' group"):
         _usb(device=3, opened=False)
