@@ -1,0 +1,90 @@
+"""Throws: natural outcomes are fair, each forced scenario produces its irregularity.
+
+Physics only (no rendering). The full figures (3,000 natural throws, 200 seeds per scenario)
+are printed by ``bench/sim_bench.py --full``; these tests use fewer to stay fast:
+400 natural throws and 20 seeds per scenario.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulator.physics import TableSim
+from simulator.scenarios import SCENARIOS, plan_throw, run_throw
+from simulator.stats import SUM_PROBS, chi2_uniform
+
+N_NATURAL = 400
+N_SCENARIO = 20
+
+
+@pytest.fixture(scope="module")
+def natural_outcomes():
+    sim = None
+    out = []
+    for seed in range(N_NATURAL):
+        plan = plan_throw("natural", seed)
+        sim = sim or TableSim(plan.geometry)
+        out.append(run_throw(plan, sim))
+    return out
+
+
+@pytest.mark.slow
+def test_natural_throws_are_uniform(natural_outcomes):
+    v = np.array([o.values for o in natural_outcomes])
+    for die in (0, 1):
+        counts = np.bincount(v[:, die], minlength=7)[1:]
+        assert chi2_uniform(counts)[1] > 0.001, f"die {die}: {counts}"
+    sums = np.bincount(v.sum(axis=1), minlength=13)[2:]
+    assert chi2_uniform(sums, SUM_PROBS)[1] > 0.001, f"totals 2..12: {sums}"
+
+
+@pytest.mark.slow
+def test_natural_throws_are_mostly_valid_rolls(natural_outcomes):
+    valid = sum(not o.irregularities() for o in natural_outcomes)
+    assert valid / len(natural_outcomes) > 0.9
+    assert all(not o.moving for o in natural_outcomes)
+    times = [o.t for o in natural_outcomes]
+    assert 0.7 < float(np.median(times)) < 4.0
+
+
+def test_same_seed_same_throw_and_seeds_differ():
+    a = run_throw(plan_throw("natural", 11))
+    b = run_throw(plan_throw("natural", 11))
+    assert a.values == b.values and np.allclose(a.states[0].pos_mm, b.states[0].pos_mm)
+    c = run_throw(plan_throw("natural", 12))
+    assert not np.allclose(a.states[0].pos_mm, c.states[0].pos_mm)
+
+
+def test_unknown_scenario_is_named_in_the_error():
+    with pytest.raises(ValueError, match="unknown scenario 'cocked'.*cocked-on-chips"):
+        plan_throw("cocked", 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", SCENARIOS[1:])
+def test_scenario_produces_its_irregularity(scenario):
+    hits = 0
+    sim = None
+    for seed in range(N_SCENARIO):
+        plan = plan_throw(scenario, seed)
+        if sim is None or sim.geometry != plan.geometry:
+            sim = TableSim(plan.geometry)
+        if scenario in run_throw(plan, sim).irregularities():
+            hits += 1
+    assert hits >= 0.95 * N_SCENARIO, f"{scenario}: {hits}/{N_SCENARIO}"
+
+
+def test_cocked_die_truth_names_the_side_on_the_chips():
+    o = run_throw(plan_throw("cocked-on-chips", 5))
+    d = o.states[o.plan.forced_die]
+    assert d.rests_on == "chips" and not d.flat and 10.0 < d.tilt_deg < 45.0
+    on_chips = [s["face"] for s in d.sides if s["on"] == "chips"]
+    # 9 NYCRR 5324.52(h)(1)(i): the side opposite the one resting on the chips is skyward
+    assert len(on_chips) == 1 and 7 - on_chips[0] == d.value
+
+
+def test_die_on_die_rests_on_the_other_die():
+    o = run_throw(plan_throw("die-on-die", 2))
+    top = o.states[o.plan.forced_die]
+    assert top.rests_on == "die" and top.flat
+    assert top.pos_mm[2] == pytest.approx(1.5 * o.plan.geometry.die_size, abs=1.0)
