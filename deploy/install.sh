@@ -67,9 +67,19 @@ run "$PREFIX/venv/bin/pip" install "$SRC"
 run install -d -m 0755 "$PREFIX/docs"
 run cp -r "$SRC/docs/." "$PREFIX/docs/"
 if [[ "${DRY_RUN:-0}" != "1" ]]; then
-    "$PREFIX/venv/bin/python" -c "import picamera2" 2>/dev/null \
+    # The apt simplejpeg (imported by picamera2) is built against the system numpy 1.x; the venv
+    # has its own numpy 2.x ("numpy.dtype size changed, may indicate binary incompatibility").
+    # A simplejpeg wheel from PyPI in the venv is built for the venv's numpy.
+    err="$(mktemp)"
+    if ! "$PREFIX/venv/bin/python" -c "import picamera2" 2>"$err" && grep -q "binary incompatibility" "$err"; then
+        echo "   picamera2 fails on the venv's numpy: installing simplejpeg from PyPI into the venv"
+        "$PREFIX/venv/bin/pip" install --force-reinstall --no-deps simplejpeg
+    fi
+    "$PREFIX/venv/bin/python" -c "import picamera2" 2>"$err" \
         && echo "   picamera2 is visible in the venv" \
-        || echo "   note: picamera2 is not importable (no Pi camera stack?); usb/replay sources still work"
+        || { echo "   note: picamera2 is not importable (no Pi camera stack?); usb/replay sources still work:"; \
+             tail -1 "$err"; }
+    rm -f "$err"
 fi
 
 echo "== 4. configuration in $CONF_DIR"
