@@ -53,7 +53,6 @@ def parse_scenario(lines, name: str = "scenario") -> list[tuple[int, dict]]:
         ScenarioError: naming ``name:line`` and what is wrong.
     """
     events = []
-    last_seq = None
     for i, raw in enumerate(lines, 1):
         text = raw.strip()
         if not text:
@@ -82,7 +81,6 @@ def parse_scenario(lines, name: str = "scenario") -> list[tuple[int, dict]]:
         if typ == "working" and not isinstance(ev.get("on"), bool):
             raise ScenarioError(f"{name}:{i}: working 'on' must be true or false, not {ev.get('on')!r}")
         events.append((i, ev))
-    del last_seq
     return events
 
 

@@ -16,7 +16,7 @@ a win, per profile (9 NYCRR 5324.52(e)(1)-(2); N.J.A.C. 13:47-20.25(j)-(k)).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .game import GameState, advance, change_shooter
@@ -191,6 +191,10 @@ class Table:
     wagers: tuple[Wager, ...] = ()
     next_wid: int = 1
     reduced: frozenset = frozenset()   # (player, kind, number) marks of (c)(4)
+
+    def __copy__(self) -> "Table":
+        # a copy never shares the wager index (the ledger applies changes to a copy first)
+        return Table(self.prof, self.state, self.wagers, self.next_wid, self.reduced)
 
     # ---- queries -------------------------------------------------------------------
     def _idx(self):

@@ -194,7 +194,6 @@ def hot_roller_distribution() -> dict[int, Fraction]:
     from .wagers import HOT_ROLLER_COMBOS
     combos = [c for p in POINTS for c in HOT_ROLLER_COMBOS[p]]
     prob = {c: Fraction(1 if c[0] == c[1] else 2, 36) for c in combos}
-    point_of = {c: p for p in POINTS for c in HOT_ROLLER_COMBOS[p]}
     seven = Fraction(6, 36)
 
     def done(s: frozenset) -> int:
@@ -222,7 +221,6 @@ def hot_roller_distribution() -> dict[int, Fraction]:
         memo[s] = tuple(out)
         return memo[s]
 
-    del point_of
     return dict(enumerate(dist(frozenset())))
 
 

@@ -154,7 +154,6 @@ class Settlement(_Strict):
     units: dict[str, int] = {}
     place_not_on_point: bool = False
     stays_up: list[str] = []
-    hot_roller_carried: bool = True
     bar: Bar
     pays: Pays
     limits: Limits
