@@ -3,11 +3,11 @@
 Pure: no clock of its own, no I/O. The service feeds it what it sees and asks it, on every
 loop (at least every 100 ms), what state the table must be in::
 
-    from controller.health import HealthConfig, HealthMonitor, frame_digest
+    from controller.health import HealthConfig, HealthMonitor, frame_digest, frame_level
 
     health = HealthMonitor(HealthConfig())            # or HealthConfig(**cfg["health"])
     # the camera
-    health.frame(now, frame_digest(frame.image))      # every frame read (or the frame sha256)
+    health.frame(now, frame_digest(frame.image), frame_level(frame.image))  # every frame read
     health.frame_error(now, "usb:0: read failed")     # FrameError from the source
     # the firmware bridge (serial link to the table microcontroller)
     health.bridge(now, up=True)                       # link came up / any message received
@@ -36,7 +36,9 @@ lamps); then ``safe_state`` returns to false by itself.
 
 Reason codes (``HealthStatus.reasons``, sorted): ``camera-no-frame`` (none yet),
 ``camera-lost`` (no frame for ``frame_timeout_s``), ``camera-frozen`` (the same frame digest for
-``frozen_after_s``), ``camera-error`` (the source raised), ``bridge-down`` (reported or never
+``frozen_after_s``), ``camera-error`` (the source raised), ``camera-dark`` / ``camera-blinded``
+(mean grey level outside ``[dark_below, blinded_above]`` for ``level_after_s``: the table light
+failed, the lens is covered, or the camera is dazzled), ``bridge-down`` (reported or never
 up), ``bridge-silent`` (no traffic for ``bridge_timeout_s``), ``bus-down``, ``bus-silent``.
 """
 from __future__ import annotations
@@ -48,9 +50,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["HealthConfig", "HealthMonitor", "HealthStatus", "frame_digest", "REASONS"]
+__all__ = ["HealthConfig", "HealthMonitor", "HealthStatus", "frame_digest", "frame_level", "REASONS"]
 
-REASONS = ("camera-no-frame", "camera-lost", "camera-frozen", "camera-error",
+REASONS = ("camera-no-frame", "camera-lost", "camera-frozen", "camera-error", "camera-dark", "camera-blinded",
            "bridge-down", "bridge-silent", "bus-down", "bus-silent")
 
 
@@ -61,6 +63,10 @@ class HealthConfig(BaseModel):
         frame_timeout_s: no frame for this long -> ``camera-lost``.
         frozen_after_s: identical frame digests for this long -> ``camera-frozen``; ``None``
             turns the check off (a simulated table that renders byte-identical idle frames).
+        dark_below, blinded_above: mean grey level (0..255) of a frame below / above which the
+            picture is useless (``frame(..., level=...)``, :func:`frame_level`); ``None`` = off.
+        level_after_s: how long the level must stay out of range (a hand over the lens for a
+            moment is not a fault).
         bridge_timeout_s: no bridge traffic for this long -> ``bridge-silent``; ``None`` = off.
         bus_timeout_s: no successful publish or heartbeat for this long -> ``bus-silent``;
             ``None`` = off.
@@ -73,6 +79,9 @@ class HealthConfig(BaseModel):
 
     frame_timeout_s: float = Field(0.5, gt=0, le=1.0)
     frozen_after_s: float | None = Field(0.5, gt=0, le=1.0)
+    dark_below: float | None = Field(8.0, ge=0, le=255)
+    blinded_above: float | None = Field(248.0, ge=0, le=255)
+    level_after_s: float = Field(0.5, ge=0, le=1.0)
     bridge_timeout_s: float | None = Field(None, gt=0)
     bus_timeout_s: float | None = Field(None, gt=0)
     require_bridge: bool = True
@@ -113,6 +122,15 @@ class HealthStatus:
         """
         return {"alarm": "health", "safe_state": self.safe_state, "reasons": list(self.reasons),
                 "entered": list(self.entered), "cleared": list(self.cleared), "details": dict(self.details)}
+
+
+def frame_level(image: np.ndarray, row_step: int = 8) -> float:
+    """Mean grey level (0..255) of a frame, from every ``row_step``-th row (all channels).
+
+    Args:
+        image: ``uint8`` array ``(H, W, 3)`` or ``(H, W)``.
+    """
+    return float(np.asarray(image)[::row_step].mean())
 
 
 def frame_digest(image: np.ndarray, row_step: int = 8) -> bytes:
@@ -161,6 +179,8 @@ class HealthMonitor:
         self._digest: bytes | str | None = None
         self._digest_since: float | None = None
         self._camera_error: str | None = None
+        self._level: float | None = None
+        self._level_bad_since: float | None = None
         self._bridge_up: bool | None = None
         self._bridge_detail = ""
         self._bridge_seen: float | None = None
@@ -184,13 +204,23 @@ class HealthMonitor:
         return now
 
     # -- events --------------------------------------------------------------------------
-    def frame(self, now: float, digest: bytes | str) -> None:
+    def frame(self, now: float, digest: bytes | str, level: float | None = None) -> None:
         """A frame was read at ``now`` with pixel digest ``digest`` (:func:`frame_digest`, or
-        the frame's SHA-256 hex the controller computes anyway)."""
+        the frame's SHA-256 hex the controller computes anyway) and, optionally, its mean grey
+        ``level`` (:func:`frame_level`) for the dark / blinded checks."""
         with self._lock:
             now = self._time(now)
             self._last_frame_t = now
             self._camera_error = None
+            if level is not None:
+                c = self.config
+                bad = ((c.dark_below is not None and level < c.dark_below)
+                       or (c.blinded_above is not None and level > c.blinded_above))
+                if not bad:
+                    self._level_bad_since = None
+                elif self._level_bad_since is None:
+                    self._level_bad_since = now
+                self._level = level
             if digest != self._digest:
                 self._digest = digest
                 self._digest_since = now
@@ -239,6 +269,13 @@ class HealthMonitor:
             lost = False
         if self._camera_error is not None:
             out["camera-error"] = self._camera_error
+        if (not lost and self._level_bad_since is not None and self._level is not None
+                and now - self._level_bad_since >= c.level_after_s):
+            dark = c.dark_below is not None and self._level < c.dark_below
+            out["camera-dark" if dark else "camera-blinded"] = (
+                f"mean grey level {self._level:.0f} for {now - self._level_bad_since:.2f} s "
+                f"(allowed {c.dark_below if c.dark_below is not None else 0:g}.."
+                f"{c.blinded_above if c.blinded_above is not None else 255:g})")
         if (not lost and c.frozen_after_s is not None and self._digest_since is not None
                 and now - self._digest_since > c.frozen_after_s):
             out["camera-frozen"] = (f"identical frames for {now - self._digest_since:.2f} s "

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from controller.health import HealthConfig, HealthMonitor, frame_digest
+from controller.health import HealthConfig, HealthMonitor, frame_digest, frame_level
 
 FPS = 30.0
 DT = 1.0 / FPS
@@ -206,3 +206,42 @@ def test_events_from_another_thread_with_the_real_clock():
         t.join(5)
     assert seen <= {"bridge-down", "camera-no-frame"}
     assert "bridge-down" in seen
+
+
+def test_dark_or_blinded_camera():
+    h = HealthMonitor(HealthConfig(require_bridge=False, require_bus=False, recover_after_s=0.2))
+    t = 0.0
+    dark = np.full((48, 64, 3), 3, np.uint8)
+    normal = np.full((48, 64, 3), 90, np.uint8)
+    assert frame_level(dark) == 3.0 and frame_level(normal) == 90.0
+    for i in range(10):  # 0.3 s of normal frames
+        t += 1 / 30
+        h.frame(t, b"%d" % i, frame_level(normal))
+    assert not h.check(t).safe_state
+    t_fault = t
+    reasons = []
+    for i in range(30):  # the table light fails
+        t += 1 / 30
+        h.frame(t, b"d%d" % i, frame_level(dark))
+        st = h.check(t)
+        reasons.append((round(t - t_fault, 3), st.reasons))
+    first = next(dt for dt, r in reasons if r)
+    assert 0.5 <= first <= 0.6  # first dark frame at +1/30 s, then level_after_s
+    assert reasons[-1][1] == ("camera-dark",)
+    assert "mean grey level 3" in h.check(t).details["camera-dark"]
+    for i in range(3):  # a hand passes for 0.1 s: not a fault once the light is back
+        t += 1 / 30
+        h.frame(t, b"n%d" % i, 90.0)
+    for i in range(12):
+        t += 1 / 30
+        h.frame(t, b"m%d" % i, 90.0 if i % 6 else 2.0)
+        h.check(t)
+    assert not h.check(t).safe_state
+    for i in range(30):
+        t += 1 / 30
+        h.frame(t, b"b%d" % i, 252.0)
+    assert h.check(t).reasons == ("camera-blinded",)
+    off = HealthMonitor(HealthConfig(require_bridge=False, require_bus=False, dark_below=None))
+    off.frame(0.0, b"x", 0.0)
+    off.frame(0.9, b"y", 0.0)
+    assert not off.check(0.9).safe_state
