@@ -77,13 +77,14 @@ def command_for(i: int) -> SetLamps:
 
 def run_soak(n: int, *, corrupt_rate: float = 0.01, disconnect_every: int | None = 1000, seed: int = 0,
              reconnect_after_s: float = 0.05, time_limit_s: float = 300.0, mcu_options: dict | None = None,
-             **timing) -> SoakReport:
+             drop_rate: float = 0.0, insert_rate: float = 0.0, delay_s: float = 0.0, **timing) -> SoakReport:
     """Run the soak (see module docstring).  Stops early (counting the rest as not sent) if
     ``time_limit_s`` passes.  ``mcu_options`` go to :class:`SimulatedMcu`; ``timing`` overrides
     :data:`PTY_TIMING` fields of the config."""
     if not 1 <= n <= 60000:
         raise ValueError(f"n must be 1..60000 (sequence numbers must not wrap within a soak), got {n}")
-    faults = FaultConfig(corrupt_rate=corrupt_rate, disconnect_every=disconnect_every, reconnect_after_s=reconnect_after_s)
+    faults = FaultConfig(corrupt_rate=corrupt_rate, drop_rate=drop_rate, insert_rate=insert_rate, delay_s=delay_s,
+                         disconnect_every=disconnect_every, reconnect_after_s=reconnect_after_s)
     report = SoakReport(commands=n)
     sent: dict[int, tuple[SetLamps, bool]] = {}
     with SimulatedMcu(faults=faults, seed=seed, **(mcu_options or {})) as mcu:

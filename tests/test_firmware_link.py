@@ -362,3 +362,19 @@ def test_mcu_sim_command_rejects_bad_arguments():
     r = subprocess.run([sys.executable, "-m", "controller.cli", "mcu-sim", "--corrupt", "2"],
                        capture_output=True, text=True, cwd=REPO, timeout=30)
     assert r.returncode == 2 and "corrupt_rate" in r.stderr
+
+
+def test_refused_command_is_not_retried_and_changes_nothing():
+    sim = SimulatedMcu(fitted_lamps=frozenset(int(i) for i in LampId if i != LampId.POINT_10))
+    sim.start()
+    try:
+        with FirmwareLink(fast_config(sim.path)) as link:
+            assert link.wait_up(3.0)
+            assert link.status().mcu.lamp_count == 10
+            with pytest.raises(CommandFailed) as exc:
+                link.send_command(SetLamps((LampSetting(LampId.POINT_4, LampMode.ON),
+                                            LampSetting(LampId.POINT_10, LampMode.ON))))
+            assert exc.value.reason == "nak:BAD_LAMP" and exc.value.attempts == 1 and not exc.value.maybe_executed
+            assert sim.lamp("point-4") == ("off", 0) and sim.executed == []
+    finally:
+        sim.stop()
