@@ -70,10 +70,14 @@ class VisionSection(_Section):
         table_area: the playing area, a polygon ``[[x, y], ...]`` in frame pixels (>= 3
             points). Empty: the source's "playing" zone when it has one (the simulator), else
             the whole frame.
+        die_side_px: the expected side of a die lying on the felt, in frame pixels; 0: from the
+            source when it knows (the simulator), else unknown. Scales motion detection and is
+            passed to the dice reader.
         motion_threshold: grey levels (1..255) a pixel must change by to count as motion.
-        motion_min_fraction: share of the area's pixels (0..1) that must move for a frame to be
-            "in motion".
-        motion_width: width in pixels of the downscaled grey image the motion detector compares.
+        motion_min_pixels: moving pixels of the downscaled image that make a frame "in motion";
+            0: an eighth of a die's area (die size known), else 12.
+        motion_width: width in pixels of the downscaled grey image the motion detector compares;
+            0: a die 12 pixels wide (die size known), else 320.
         still_frames: consecutive frames without motion that make "dice at rest".
         rest_timeout_s: seconds from the first motion of a throw after which a throw not at rest
             is a no roll (9 NYCRR 5324.52(k)(2)(vi)).
@@ -86,14 +90,22 @@ class VisionSection(_Section):
     """
 
     table_area: list[tuple[float, float]] = Field(default_factory=list)
-    motion_threshold: int = Field(25, ge=1, le=255)
-    motion_min_fraction: float = Field(0.002, gt=0, lt=1)
-    motion_width: int = Field(160, ge=16, le=4096)
+    die_side_px: float = Field(0.0, ge=0, le=2000)
+    motion_threshold: int = Field(15, ge=1, le=255)
+    motion_min_pixels: int = Field(0, ge=0, le=1_000_000)
+    motion_width: int = Field(0, ge=0, le=8192)
     still_frames: int = Field(8, ge=1, le=1000)
     rest_timeout_s: float = Field(10.0, gt=0, le=600)
     min_confidence: float = Field(0.8, ge=0, le=1)
     min_presence: float = Field(0.3, ge=0, le=1)
     same_die_tolerance_px: float = Field(12.0, gt=0)
+
+    @field_validator("motion_width")
+    @classmethod
+    def _check_width(cls, v: int) -> int:
+        if 0 < v < 16:
+            raise ValueError(f"must be 0 (auto) or at least 16 pixels, got {v}")
+        return v
 
     @field_validator("table_area")
     @classmethod

@@ -43,6 +43,11 @@ CLEARING = "clearing"
 SETTLING = "settling"
 
 #: Step kinds returned by :meth:`RollLifecycle.on_frame`.
+#: Auto scale of the motion detector: a die this many pixels wide after downscaling, or this
+#: image width when the die size is unknown.
+AUTO_DIE_PX = 12.0
+AUTO_WIDTH = 320
+
 STEP_NONE = "none"
 STEP_THROW = "throw-started"
 STEP_READ = "read"
@@ -58,38 +63,60 @@ READ_SETTLED = "settled"
 class MotionDetector:
     """Tells whether anything moved inside the table area since the previous frame.
 
-    Each frame is converted to grey, resized to ``width`` pixels wide (aspect kept), blurred
-    (Gaussian, 5x5) and compared with the previous one; a pixel "moves" when its absolute
-    difference exceeds ``threshold`` grey levels. A frame is in motion when the moving pixels
-    inside the area exceed ``min_fraction`` of the area's pixels (and at least 2 pixels).
+    Each frame is converted to grey, downscaled (aspect kept), blurred (Gaussian, 5x5) and
+    compared with the previous one; a pixel "moves" when its absolute difference exceeds
+    ``threshold`` grey levels. A frame is in motion when at least ``min_pixels`` pixels of the
+    downscaled image move inside the area.
+
+    The scale follows the die: a die must stay visible after downscaling or a tumbling die is
+    missed. With ``die_side_px`` known (calibration, the simulator), ``width=0`` downscales so
+    that a die is :data:`AUTO_DIE_PX` pixels wide and ``min_pixels=0`` asks for an eighth of a
+    die's area; with the die size unknown they default to 320 pixels wide and 12 pixels.
 
     Args:
         area: the table area, polygon ``[(x, y), ...]`` in full-frame pixels, or ``None`` for the
             whole frame.
         threshold: grey levels 1..255.
-        min_fraction: 0..1 of the area's pixels.
-        width: the width of the downscaled image in pixels (>= 16).
+        min_pixels: moving pixels (downscaled image) that make motion; 0 = auto.
+        width: the width of the downscaled image in pixels; 0 = auto.
+        die_side_px: the expected die side in full-frame pixels, or ``None`` when unknown.
 
-    Cost: about 0.2 ms per 1280x720 frame at ``width=160`` (one resize dominates).
+    Defaults were set on simulated throws (1280x720, 30 fps, die 17 px): no frame at rest taken
+    for motion, and no run of more than 4 "still" frames while a die was still moving.
+
+    Cost: about 1 ms per 1280x720 frame (one resize dominates).
     """
 
-    def __init__(self, area: Sequence[tuple[float, float]] | None = None, *, threshold: int = 25,
-                 min_fraction: float = 0.002, width: int = 160) -> None:
+    def __init__(self, area: Sequence[tuple[float, float]] | None = None, *, threshold: int = 15,
+                 min_pixels: int = 0, width: int = 0, die_side_px: float | None = None) -> None:
         self.area = None if area is None or len(area) < 3 else [(float(x), float(y)) for x, y in area]
         self.threshold = int(threshold)
-        self.min_fraction = float(min_fraction)
-        self.width = int(width)
+        self.die_side_px = float(die_side_px) if die_side_px else None
+        self._width_cfg = int(width)
+        self._min_pixels_cfg = int(min_pixels)
+        self.min_pixels = max(1, self._min_pixels_cfg) if self._min_pixels_cfg > 0 else 12
         self._prev: np.ndarray | None = None
         self._mask: np.ndarray | None = None
         self._mask_key: tuple[int, int, int, int] | None = None
         self.last_fraction: float = 0.0
+        self.last_pixels: int = 0
+
+    def _target_width(self, w: int) -> int:
+        if self._width_cfg > 0:
+            return min(self._width_cfg, w)
+        if self.die_side_px:
+            return max(16, min(w, round(w * AUTO_DIE_PX / self.die_side_px)))
+        return min(AUTO_WIDTH, w)
 
     def _small(self, image: np.ndarray) -> np.ndarray:
         grey = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
         h, w = grey.shape
-        sw = min(self.width, w)
+        sw = self._target_width(w)
         sh = max(1, round(h * sw / w))
-        small = cv2.resize(grey, (sw, sh), interpolation=cv2.INTER_AREA)
+        if self._min_pixels_cfg <= 0 and self.die_side_px:
+            die_small = self.die_side_px * sw / w
+            self.min_pixels = max(2, int(die_small * die_small / 8))
+        small = grey if sw == w else cv2.resize(grey, (sw, sh), interpolation=cv2.INTER_AREA)
         return cv2.GaussianBlur(small, (5, 5), 0)
 
     def _area_mask(self, full: tuple[int, int], small: tuple[int, int]) -> np.ndarray:
@@ -135,7 +162,8 @@ class MotionDetector:
         n = int(np.count_nonzero(diff & mask))
         total = int(np.count_nonzero(mask))
         self.last_fraction = n / total if total else 0.0
-        return n >= 2 and self.last_fraction > self.min_fraction
+        self.last_pixels = n
+        return n >= self.min_pixels
 
     def reset(self) -> None:
         """Forget the previous frame (the next frame is a first frame)."""

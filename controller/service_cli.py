@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import signal
 import sys
@@ -138,6 +139,16 @@ def open_frame_source(cfg: TableConfig, spec: str | None) -> FrameSource:
     return open_source(cam)
 
 
+def _source_die_side(source: object) -> float | None:
+    """The die side in pixels a source knows (``SimSource.die_side_px``), else ``None``."""
+    side = getattr(source, "die_side_px", None)
+    side = side() if callable(side) else side
+    try:
+        return float(side) if side else None
+    except (TypeError, ValueError):
+        return None
+
+
 def build_lamp_driver(cfg: TableConfig) -> LampDriver:
     """The lamp driver ``[lamps]`` names.
 
@@ -221,8 +232,11 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
     Raises:
         SetupError, controller.store.StoreError.
     """
+    die_side = cfg.vision.die_side_px or _source_die_side(source)
     if reader is None:
-        from vision.reader import read_dice as reader
+        from vision.reader import read_dice
+
+        reader = functools.partial(read_dice, expected_side_px=die_side) if die_side else read_dice
     area = list(cfg.vision.table_area) or source_table_area(source)
     driver = lamp_driver if lamp_driver is not None else build_lamp_driver(cfg)
     store = StateStore(cfg.state.db)
@@ -238,8 +252,8 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         lamps=LampController(driver, flash_s=cfg.lamps.flash_s, brightness=cfg.lamps.brightness),
         reader=reader,
         lifecycle=RollLifecycle(v.still_frames, v.rest_timeout_s, v.same_die_tolerance_px),
-        motion=MotionDetector(area, threshold=v.motion_threshold, min_fraction=v.motion_min_fraction,
-                              width=v.motion_width),
+        motion=MotionDetector(area, threshold=v.motion_threshold, min_pixels=v.motion_min_pixels,
+                              width=v.motion_width, die_side_px=die_side),
         policy=cfg.rules.build(), min_confidence=v.min_confidence, min_presence=v.min_presence,
         area=area, on_message=on_message,
         journalled_rolls=lambda after: journal_roll_ids(cfg.bus.journal_path, after))

@@ -162,7 +162,7 @@ def test_same_scene():
 
 def test_motion_detector_inside_area_only():
     img = np.full((240, 320, 3), 90, np.uint8)
-    md = MotionDetector(area=[(0, 0), (160, 0), (160, 240), (0, 240)], width=160)
+    md = MotionDetector(area=[(0, 0), (160, 0), (160, 240), (0, 240)], width=160, min_pixels=10)
     assert md.moving(img) is False
     assert md.moving(img.copy()) is False
     moved_out = img.copy()
@@ -172,7 +172,26 @@ def test_motion_detector_inside_area_only():
     moved_in[100:140, 40:80] = 255
     assert md.moving(moved_in) is True and md.last_fraction > 0.01
     assert md.moving(moved_in) is False
-    noisy = np.clip(moved_in.astype(int) + np.random.default_rng(0).integers(-5, 6, moved_in.shape), 0, 255)
+    noisy = np.clip(moved_in.astype(int) + np.random.default_rng(0).integers(-8, 9, moved_in.shape), 0, 255)
     assert md.moving(noisy.astype(np.uint8)) is False  # sensor noise under the threshold
     with pytest.raises(FrameError):
         md.moving(np.zeros((240, 320), np.float32))
+
+
+def test_motion_detector_scales_to_the_die():
+    """A 10-pixel die rolling a few pixels in a 1280x720 frame is motion when the die size is
+    known; the same frames at a fixed 160-pixel width lose it."""
+    base = np.full((720, 1280, 3), 40, np.uint8)
+
+    def at(x):
+        img = base.copy()
+        img[300:310, x:x + 10] = 230
+        return img
+
+    auto = MotionDetector(die_side_px=10.0)
+    coarse = MotionDetector(width=160, min_pixels=2)
+    for md in (auto, coarse):
+        md.moving(at(600))
+    assert auto.moving(at(604)) is True and auto.min_pixels == 12  # 10 x 10 / 8
+    assert coarse.moving(at(604)) is False
+    assert auto.moving(at(604)) is False
