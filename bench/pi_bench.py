@@ -70,6 +70,13 @@ def main() -> int:
     print(f"zone_of 1 point              {per_call_us(lambda: cal.zone_of((550.0, 280.0)), n * 10):8.1f} us")
     print(f"die_side_px 1 point          {per_call_us(lambda: cal.die_side_px((550.0, 280.0)), n * 10):8.1f} us")
 
+    from camera.lens import Lens
+    lens = Lens(np.array([[1000.0, 0, 640], [0, 1000.0, 360], [0, 0, 1]]), np.array([-0.28, 0.09, 0, 0, 0.0]),
+                (1280, 720))
+    cal_lens = Calibration(cal.homography, cal.zones, lens=lens)
+    print(f"to_mm 2 dice, lens model     {per_call_us(lambda: cal_lens.to_mm(pts), n * 10):8.1f} us")
+    print(f"die_side_px, lens model      {per_call_us(lambda: cal_lens.die_side_px((550.0, 280.0)), n * 10):8.1f} us")
+
     h = HealthMonitor(HealthConfig())
     clock = [0.0]
 
