@@ -45,9 +45,10 @@ class FirmwareLampDriver:
         }
         self._closed = False
         self.failures = 0
+        # the listener is called at once with the current status: if the link is already up the
+        # full lamp state is sent (a new driver owns the layout; the MCU may still show an old
+        # host's lamps), and again at every link up
         link.add_link_listener(self._on_link)
-        if link.up:
-            self.resync()  # a new driver owns the layout: the MCU may still show an old host's lamps
 
     @staticmethod
     def setting(name: str, mode: str, brightness: float = 1.0) -> LampSetting:

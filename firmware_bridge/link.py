@@ -187,7 +187,8 @@ class FirmwareLink:
     Parameters:
         config: :class:`BridgeConfig` (port path, timeouts in seconds, retries).
         on_event: called with each :class:`LinkEvent` (once per MCU event, duplicates removed).
-        on_link: called with a :class:`LinkStatus` whenever ``up`` or ``rolls_allowed`` changes.
+        on_link: called with a :class:`LinkStatus` once at :meth:`start` (the current status) and
+            then whenever ``up``, ``rolls_allowed`` or ``wall_sensor_ok`` changes.
         on_error: called with each :class:`McuError`.
         session_id: u32 identifying this host process to the MCU (random by default).
         opener: ``opener(config) -> serial.Serial``-like object (tests); default opens pyserial
@@ -208,7 +209,7 @@ class FirmwareLink:
     ) -> None:
         self.config = config
         self._event_listeners: list[Callable[[LinkEvent], None]] = [on_event] if on_event else []
-        self._link_listeners: list[Callable[[LinkStatus], None]] = [on_link] if on_link else []
+        self._link_listeners: list[Callable[[LinkStatus], None]] = []
         self._error_listeners: list[Callable[[McuError], None]] = [on_error] if on_error else []
         self.session_id = session_id if session_id is not None else int.from_bytes(os.urandom(4), "little") or 1
         self._opener = opener or _open_serial
@@ -221,7 +222,7 @@ class FirmwareLink:
         self._port = None
         self._decoder = FrameDecoder()
         self._state = LinkState.DISCONNECTED
-        self._reason = "not started"
+        self._reason = "connecting"
         self._epoch = 0
         self._seq = 0
         self._hello_seq = 0
@@ -244,6 +245,8 @@ class FirmwareLink:
         self._dispatch_q: queue.Queue = queue.Queue()
         self._io_thread: threading.Thread | None = None
         self._dispatch_thread: threading.Thread | None = None
+        if on_link is not None:
+            self.add_link_listener(on_link)
 
     # ------------------------------------------------------------------ public API
 
@@ -251,7 +254,6 @@ class FirmwareLink:
         """Start the I/O and dispatch threads (the first connection attempt is immediate)."""
         if self._io_thread is not None:
             return self
-        self._reason = "connecting"
         self._io_thread = threading.Thread(target=self._io_main, name="firmware-link-io", daemon=True)
         self._dispatch_thread = threading.Thread(target=self._dispatch_main, name="firmware-link-dispatch", daemon=True)
         self._dispatch_thread.start()
@@ -285,8 +287,17 @@ class FirmwareLink:
         self._event_listeners.append(fn)
 
     def add_link_listener(self, fn: Callable[[LinkStatus], None]) -> None:
-        """Call ``fn(LinkStatus)`` whenever ``up`` or ``rolls_allowed`` changes (dispatch thread)."""
-        self._link_listeners.append(fn)
+        """Call ``fn(LinkStatus)`` at once with the current status, then whenever ``up``,
+        ``rolls_allowed`` or ``wall_sensor_ok`` changes (dispatch thread).  The first call means a
+        listener added after the link came up still learns it is up."""
+        with self._lock:
+            self._link_listeners.append(fn)
+            self._dispatch_q.put((fn, self._status()))
+
+    def remove_event_listener(self, fn: Callable[[LinkEvent], None]) -> None:
+        """Stop calling ``fn`` on input events (no error if it was not registered)."""
+        if fn in self._event_listeners:
+            self._event_listeners.remove(fn)
 
     def remove_link_listener(self, fn: Callable[[LinkStatus], None]) -> None:
         """Stop calling ``fn`` on link changes (no error if it was not registered)."""

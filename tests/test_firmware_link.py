@@ -93,6 +93,15 @@ def test_link_comes_up_with_the_mcu_identity(rig):
     assert mcu.lamp("fault") == ("off", 0)   # session open: the MCU stops flashing the fault lamp
 
 
+def test_a_listener_added_late_learns_the_current_status_at_once(rig):
+    _, link, _, statuses, _ = rig
+    assert [x.up for x in statuses.items][:1] == [False]      # the initial status at start
+    late = Recorder()
+    link.add_link_listener(late)
+    assert late.wait_for(lambda s: len(s) >= 1, 2.0)
+    assert late.items[0].up is True and late.items[0].rolls_allowed is True
+
+
 def test_set_lamps_reaches_the_mcu(rig):
     mcu, link, *_ = rig
     r = link.send_command(SetLamps((LampSetting(LampId.POINT_6, LampMode.ON, 128),
@@ -222,7 +231,9 @@ def test_retransmission_after_a_pulled_cable_is_not_executed_twice(mcu):
         assert mcu.disconnects == 3 and mcu.duplicates >= 3
         assert sorted(mcu.execution_counts().values()) == [1, 1, 1]
         assert mcu.lamp("point-5") == ("on", 30)
-        assert statuses.wait_for(lambda s: sum(not x.up for x in s) >= 3)
+        # the first status is the initial one (down, connecting); then one down per pulled cable
+        assert statuses.wait_for(lambda s: sum(not x.up for x in s) >= 4)
+        assert statuses.items[0].up is False and statuses.items[0].reason == "connecting"
 
 
 def test_command_outstanding_across_an_mcu_restart_is_reported_maybe_executed(mcu):
@@ -237,9 +248,11 @@ def test_command_outstanding_across_an_mcu_restart_is_reported_maybe_executed(mc
 
 def test_link_down_refuses_rolls_and_commands_then_recovers(rig):
     mcu, link, _, statuses, _ = rig
+    assert statuses.wait_for(lambda s: any(x.up for x in s))
     mcu.disconnect(None)
-    assert statuses.wait_for(lambda s: any(not x.up for x in s))
-    down = [x for x in statuses.items if not x.up][0]
+    assert statuses.wait_for(lambda s: not s[-1].up)
+    down = statuses.items[-1]
+    assert "read failed" in down.reason or "no frame" in down.reason or "write failed" in down.reason
     assert down.rolls_allowed is False and down.wall_sensor_ok is False and down.reason
     with pytest.raises(CommandFailed) as exc:
         link.send_command(SetLamps((LampSetting(LampId.FAULT, LampMode.ON),)), timeout=0.15)
