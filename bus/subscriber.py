@@ -144,7 +144,7 @@ class RollSubscriber:
 
     def _client_socket(self, kind: int, server_public: bytes, public: bytes, secret: bytes) -> zmq.Socket:
         s = self._ctx.socket(kind)
-        s.setsockopt(zmq.LINGER, 200)
+        s.setsockopt(zmq.LINGER, 0)  # nothing to flush at close: acks are re-sent on reconnection
         s.curve_serverkey = server_public
         s.curve_publickey = public
         s.curve_secretkey = secret
