@@ -355,25 +355,23 @@ def test_dont_pass_reduced_may_not_be_increased():
     assert one(out, bet="dont_pass")["stake"] == 1000 and len(rejected(out)) == 1
 
 
-def test_cli_bad_input_exit_2(tmp_path):
+def test_cli_bad_input_exit_2(tmp_path, capsys):
+    from controller.cli import main
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"type": "bet", "player": "p", "bet": "pass", "amount": 500}\n{"type": "roll", "dice": [7, 1]}\n')
-    r = subprocess.run([sys.executable, "-m", "controller.cli", "settle", "--profile", "ny-5324", str(bad)],
-                       capture_output=True, text=True, cwd=REPO)
-    assert r.returncode == 2 and "bad.jsonl:2" in r.stderr and r.stdout == ""
+    assert main(["settle", "--profile", "ny-5324", str(bad)]) == 2
+    cap = capsys.readouterr()
+    assert "bad.jsonl:2" in cap.err and cap.out == ""
     good = tmp_path / "good.jsonl"
     good.write_text('{"type": "bet", "player": "p", "bet": "pass", "amount": 500}\n{"type": "roll", "dice": [6, 5]}\n')
-    r = subprocess.run([sys.executable, "-m", "controller.cli", "settle", "--profile", "ny-5324", str(good)],
-                       capture_output=True, text=True, cwd=REPO)
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"roll": 1, "player": "p", "bet": "pass", "result": "win", "stake": 500,
-                                    "payout": 500, "vig": 0}
+    assert main(["settle", "--profile", "ny-5324", str(good)]) == 0
+    assert json.loads(capsys.readouterr().out) == {"roll": 1, "player": "p", "bet": "pass", "result": "win",
+                                                   "stake": 500, "payout": 500, "vig": 0}
     wrong = tmp_path / "wrong.toml"
     wrong.write_text((REPO / "config/profiles/ny-5324.toml").read_text().replace("[settlement.bar]",
                                                                                   "plce = 1\n[settlement.bar]"))
-    r = subprocess.run([sys.executable, "-m", "controller.cli", "settle", "--profile", str(wrong), str(good)],
-                       capture_output=True, text=True, cwd=REPO)
-    assert r.returncode == 2 and "settlement.plce" in r.stderr
+    assert main(["settle", "--profile", str(wrong), str(good)]) == 2
+    assert "settlement.plce" in capsys.readouterr().err
 
 
 def test_settlement_does_not_import_controller():
@@ -387,3 +385,16 @@ def test_settlement_does_not_import_controller():
 def test_profiles_load(name):
     p = load_profile(name)
     assert p.pays.line == 1
+
+
+@pytest.mark.parametrize("name", ["ny-5324", "ny-4620", "nj-13-47", "rules-002"])
+def test_common_wagers_in_every_profile(name):
+    """The same bets under each profile: cents as each text's pay table gives them."""
+    pt = [bet("x", "pass", 500), roll(4, 2)]                                       # point 6
+    out = run(name, pt + [bet("p", "place", 600, number=8), bet("h", "hardway", 500, number=8), roll(4, 4),
+                          bet("f", "field", 500), roll(1, 1), bet("s", "any7", 500), roll(2, 5)])
+    assert one(out, player="p")["payout"] == 700                                   # 7:6 / 7-6 / 7 to 6
+    assert one(out, player="h")["payout"] == 4500                                  # 9:1 / "10 for 1"
+    assert one(out, player="f")["payout"] == 1000                                  # field 2 pays 2:1
+    assert one(out, player="s")["payout"] == 2000                                  # 4:1 / "5 for 1"
+    assert one(out, player="x")["result"] == "lose"                                # seven-out
