@@ -408,3 +408,41 @@ def test_receive_zero_timeout_reads_sockets(cfg: BusConfig, tmp_path: Path):
             got = sub.receive(0)
             time.sleep(0.01)
         assert got is not None and got["seq"] == 1
+
+
+def test_wire_level_altered_and_replayed_messages(cfg: BusConfig, tmp_path: Path, caplog):
+    """An attacker holding the table's CURVE server key (so the transport admits it) injects
+    on the live stream: an altered copy of a genuine roll is rejected (bad signature), a
+    genuine roll sent again is dropped as a replayed sequence; genuine rolls go through once."""
+    from bus.config import free_tcp_ports
+    from bus.keys import load_curve_secret
+
+    key = load_signing_key(key_files(cfg.keys_dir, "table").sign_secret)
+    wires = [envmod.seal(key, journal_id="j-1", seq=s, table_id="table-1", topic="roll",
+                         body={"dice": [s, 1], "total": s + 1})[1] for s in (1, 2)]
+    altered = json.loads(wires[1])
+    altered["body"]["dice"] = [6, 6]
+    altered["body"]["total"] = 12
+    altered_wire = envmod.canonical(altered)
+    p1, p2 = free_tcp_ports(2)
+    inj_cfg = cfg.model_copy(update={"pub_endpoint": f"tcp://127.0.0.1:{p1}",
+                                     "replay_endpoint": f"tcp://127.0.0.1:{p2}"})  # no replay server
+    ctx = zmq.Context()
+    xpub = ctx.socket(zmq.XPUB)
+    xpub.curve_publickey, xpub.curve_secretkey = load_curve_secret(key_files(cfg.keys_dir, "table").curve_secret)
+    xpub.curve_server = True
+    xpub.bind(inj_cfg.pub_endpoint)
+    try:
+        with RollSubscriber(inj_cfg, tmp_path / "s.sqlite") as sub, caplog.at_level("INFO", logger="bus.subscriber"):
+            assert xpub.poll(5000) and xpub.recv()[:1] == b"\x01"  # the subscription arrived
+            for w in (wires[0], wires[0], altered_wire, wires[1], wires[0]):
+                xpub.send_multipart([b"roll", w])
+            got = _drain(sub, 3, timeout_s=2.0)
+            assert [(e["seq"], e["body"]["total"]) for e in got] == [(1, 2), (2, 3)]
+            assert sub.rejections == {"bad_signature": 1}
+            assert sub.stats["duplicates"] == 2
+            text = caplog.text
+            assert "rejected message (bad_signature)" in text and "already-delivered sequence number" in text
+    finally:
+        xpub.close(0)
+        ctx.term()
