@@ -239,12 +239,14 @@ class FirmwareLink:
         self._boot_id: int | None = None
         self._mcu_flags = 0
         self._last_event_seq: int | None = None
-        self._last_status: tuple[bool, bool] | None = None
+        self._last_status: tuple[bool, bool, bool] | None = None
         self._stats = LinkStats()
         self._closing = threading.Event()
         self._dispatch_q: queue.Queue = queue.Queue()
         self._io_thread: threading.Thread | None = None
         self._dispatch_thread: threading.Thread | None = None
+        st = self._status()
+        self._last_status = (st.up, st.rolls_allowed, st.wall_sensor_ok)
         if on_link is not None:
             self.add_link_listener(on_link)
 
@@ -451,17 +453,27 @@ class FirmwareLink:
                     self._drop(f"read failed: {exc}")
                 continue
             with self._lock:
-                if data:
-                    for item in self._decoder.feed(data):
-                        self._handle(item)
-                self._timers()
+                try:
+                    if data:
+                        for item in self._decoder.feed(data):
+                            self._handle(item)
+                    self._timers()
+                except Exception as exc:  # a bug must not leave a dead link behind: start over
+                    log.exception("firmware link: internal error")
+                    self._drop(f"internal error: {type(exc).__name__}: {exc}")
 
     def _try_open(self) -> None:
         cfg = self.config
+        port = None
         try:
             port = self._opener(cfg)
             port.reset_input_buffer()
         except (serial.SerialException, OSError, ValueError) as exc:
+            if port is not None:
+                try:
+                    port.close()
+                except (serial.SerialException, OSError):
+                    pass
             with self._lock:
                 self._reason = f"cannot open {cfg.port}: {exc}"
                 self._schedule_reconnect()
