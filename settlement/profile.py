@@ -241,6 +241,19 @@ class Profile:
                            ("take_odds", self.pays.take_odds), ("lay_odds", self.pays.lay_odds)):
             if table is not None and set(table) != set(POINTS):
                 raise ProfileError(f"{name}: settlement.pays.{fld}: needs exactly the numbers {POINTS}")
+        for fld, table, allowed in (("hardway", self.pays.hardway, {4, 6, 8, 10}),
+                                    ("field", self.pays.field, {2, 3, 4, 9, 10, 11, 12}),
+                                    ("fire", self.pays.fire, {1, 2, 3, 4, 5, 6}),
+                                    ("hot_roller", self.pays.hot_roller, {1, 2, 3, 4, 5, 6})):
+            if table is not None and not set(table) <= allowed:
+                raise ProfileError(f"{name}: settlement.pays.{fld}: numbers {sorted(set(table) - allowed)} "
+                                   f"are not allowed (allowed: {sorted(allowed)})")
+        if self.pays.hardway is not None and set(self.pays.hardway) != {4, 6, 8, 10}:
+            raise ProfileError(f"{name}: settlement.pays.hardway: needs exactly the numbers [4, 6, 8, 10]")
+        if settlement.odds is not None:
+            for fld in ("take_multiple", "lay_multiple"):
+                if set(getattr(settlement.odds, fld)) != set(POINTS):
+                    raise ProfileError(f"{name}: settlement.odds.{fld}: needs exactly the numbers {POINTS}")
         self.permitted = frozenset(settlement.permitted)
 
     def cite(self, key: str, default: str | None = None) -> str:
