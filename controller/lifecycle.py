@@ -165,6 +165,21 @@ class MotionDetector:
         self.last_pixels = n
         return n >= self.min_pixels
 
+    def snapshot(self) -> np.ndarray | None:
+        """The last frame seen, downscaled (a reference to compare later frames with)."""
+        return None if self._prev is None else self._prev.copy()
+
+    def same_as(self, reference: np.ndarray | None) -> bool:
+        """``True`` when the last frame seen does not differ from ``reference`` (a
+        :meth:`snapshot`) inside the area by the motion criterion. Used to tell that the table
+        is as empty as it was, without reading it."""
+        if reference is None or self._prev is None or reference.shape != self._prev.shape:
+            return False
+        mask = self._mask if self._mask is not None and self._mask.shape == reference.shape \
+            else np.ones(reference.shape, dtype=bool)
+        n = int(np.count_nonzero((cv2.absdiff(self._prev, reference) > self.threshold) & mask))
+        return n < self.min_pixels
+
     def reset(self) -> None:
         """Forget the previous frame (the next frame is a first frame)."""
         self._prev = None
@@ -246,6 +261,12 @@ class RollLifecycle:
         self._scene: Scene = ()
         self._armed = False
         self._reading_from: str | None = None
+
+    @property
+    def reading_from(self) -> str | None:
+        """During a read: the phase the rest was reached in (``"in-motion"``, ``"clearing"``,
+        ``"settling"``), else ``None``."""
+        return self._reading_from if self.phase == "reading" else None
 
     @property
     def bets_closed(self) -> bool:

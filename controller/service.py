@@ -22,7 +22,7 @@ import hashlib
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Protocol, Sequence
 
 import cv2
@@ -31,7 +31,7 @@ import numpy as np
 from camera.base import Frame, FrameError, FrameSource
 from controller.game import GameState, advance, new_shooter
 from controller.lamps import LampController
-from controller.lifecycle import (READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT, MotionDetector,
+from controller.lifecycle import (CLEARING, READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT, MotionDetector,
                                   RollLifecycle, SceneDie)
 from controller.policy import NY_5324, Policy
 from controller.store import StateStore
@@ -164,6 +164,8 @@ class TableService:
         observe: ``f(readings, frame) -> (observations, throw_facts)``: places the dice read at
             rest in zones and finds the facts of the throw (the irregularity detectors plug in
             here). Default: inside or outside the table area ``area``, no throw facts.
+        read_crop: read only the table area's bounding box (with a margin of 5 % of its size):
+            faster on a camera that sees more than the table; a die beyond it is not seen.
     """
 
     def __init__(self, *, table_id: str, store: StateStore, publisher: Publisher, lamps: LampController,
@@ -172,7 +174,7 @@ class TableService:
                  area: Sequence[tuple[float, float]] | None = None,
                  on_message: Callable[[str, dict, dict], None] | None = None,
                  journalled_rolls: Callable[[int], dict[str, int]] | None = None,
-                 observe: Observer | None = None) -> None:
+                 observe: Observer | None = None, read_crop: bool = False) -> None:
         self.table_id = table_id
         self.store = store
         self.publisher = publisher
@@ -187,6 +189,13 @@ class TableService:
         self.on_message = on_message
         self.journalled_rolls = journalled_rolls
         self.observe = observe
+        self._crop = None
+        if read_crop and area is not None:
+            pts = np.asarray(area, dtype=np.float64).reshape(-1, 2)
+            (ax0, ay0), (ax1, ay1) = pts.min(axis=0), pts.max(axis=0)
+            mx, my = 0.05 * (ax1 - ax0), 0.05 * (ay1 - ay0)
+            self._crop = (int(ax0 - mx), int(ay0 - my), int(np.ceil(ax1 + mx)), int(np.ceil(ay1 + my)))
+        self._empty_ref: np.ndarray | None = None
         self.stats = ServiceStats()
         self._faults: set[str] = set()
         self._started = False
@@ -287,8 +296,12 @@ class TableService:
         return body
 
     def _read(self, frame: Frame, arrived: float) -> dict | None:
+        if self.lifecycle.reading_from == CLEARING and self.motion.same_as(self._empty_ref):
+            # the table looks as it did when last seen empty: cleared, no need to read it
+            self.lifecycle.on_read(())
+            return None
         try:
-            readings = list(self.reader(frame.image))
+            readings = self._read_dice(frame.image)
         except Exception as exc:  # noqa: BLE001 - any reader failure is a fault, never a verdict
             log.exception("dice reader failed on frame %d of %s", frame.index, frame.source)
             self.lifecycle.retry_read()
@@ -302,10 +315,30 @@ class TableService:
             observations, facts = self._observe(readings), ThrowFacts()
         scene = tuple(SceneDie(o.reading.value, float(o.reading.centre[0]), float(o.reading.centre[1]))
                       for o in observations)
-        if self.lifecycle.on_read(scene) != READ_VERDICT:
+        outcome = self.lifecycle.on_read(scene)
+        if not scene:
+            self._empty_ref = self.motion.snapshot()
+        if outcome != READ_VERDICT:
             return None
         verdict = decide(observations, facts, policy=self.policy, min_confidence=self.min_confidence)
         return self._commit_and_publish(verdict, frame, arrived)
+
+    def _read_dice(self, image: np.ndarray) -> list[DieReading]:
+        """Read the dice, only inside the table area's bounding box (plus a margin) when
+        ``read_crop`` is set; the readings are given back in full-frame pixels."""
+        if self._crop is None:
+            return list(self.reader(image))
+        h, w = image.shape[:2]
+        x0, y0, x1, y1 = self._crop
+        x0, y0, x1, y1 = max(0, x0), max(0, y0), min(w, x1), min(h, y1)
+        if x1 - x0 < 16 or y1 - y0 < 16:
+            return list(self.reader(image))
+        out = []
+        for r in self.reader(image[y0:y1, x0:x1]):
+            b = r.bbox
+            out.append(replace(r, bbox=(b[0] + x0, b[1] + y0, b[2] + x0, b[3] + y0),
+                               centre=(r.centre[0] + x0, r.centre[1] + y0)))
+        return out
 
     def _observe(self, readings: Iterable[DieReading]) -> list[DieObservation]:
         """Readings -> observations: drop non-dice (no value, confidence < min_presence), place

@@ -255,6 +255,6 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         motion=MotionDetector(area, threshold=v.motion_threshold, min_pixels=v.motion_min_pixels,
                               width=v.motion_width, die_side_px=die_side),
         policy=cfg.rules.build(), min_confidence=v.min_confidence, min_presence=v.min_presence,
-        area=area, on_message=on_message,
+        area=area, on_message=on_message, read_crop=v.read_crop,
         journalled_rolls=lambda after: journal_roll_ids(cfg.bus.journal_path, after))
     return service, publisher

@@ -76,6 +76,7 @@ def throw_frames(dice, t0, fps=30.0, idle=12, motion=6, rest=14, start_index=0):
 
 
 def make_service(tmp_path, publisher, **vision):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     cfg = TableConfig.model_validate({
         "table": {"id": "t-test"},
         "vision": {"still_frames": 5, "rest_timeout_s": 2.0, **vision},
@@ -149,10 +150,15 @@ def test_irregular_throws_publish_reason(tmp_path, dice, verdict, reason):
 
 def test_die_outside_table_area(tmp_path):
     pub = ListPublisher()
-    service = make_service(tmp_path, pub, table_area=[[0, 0], [250, 0], [250, 240], [0, 240]])
+    service = make_service(tmp_path, pub, table_area=[[0, 0], [250, 0], [250, 240], [0, 240]], read_crop=False)
     bodies, _ = run_throws(service, [[(3, 100, 100), (4, 290, 120)]])
     assert bodies[0]["verdict"] == "no-roll" and bodies[0]["reason"] == "die-outside-area"
     assert [r["zone"] for r in bodies[0]["readings"]] == ["playing", "outside"]
+    service.close()
+    # reading only the table area, the die beyond it is not seen at all
+    service = make_service(tmp_path / "crop", pub, table_area=[[0, 0], [250, 0], [250, 240], [0, 240]])
+    bodies, _ = run_throws(service, [[(3, 100, 100), (4, 290, 120)]])
+    assert bodies[0]["verdict"] == "no-roll" and bodies[0]["reason"] == "die-off-table"
     service.close()
 
 
@@ -483,4 +489,24 @@ def test_faults_raise_one_alarm_and_clear(tmp_path):
     assert service.lamps.shown["fault"] == "on"
     service.process(Frame(scene_image([(6, 100, 100), (6, 200, 120)]), t + 5, i + 5))
     assert service.lamps.shown["fault"] == "off"
+    service.close()
+
+
+def test_read_crop_and_cleared_table_without_reading(tmp_path):
+    calls = []
+
+    def counting_reader(image):
+        calls.append(image.shape)
+        return fake_reader(image)
+
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub, table_area=[[50, 50], [260, 50], [260, 200], [50, 200]])
+    service.reader = counting_reader
+    bodies, _ = run_throws(service, [[(3, 100, 100), (4, 200, 120)], [(6, 100, 100), (6, 200, 120)]])
+    assert [b["dice"] for b in bodies] == [[3, 4], [6, 6]]
+    # full-frame centres although only the area's box (+5 %) was read
+    assert [r["centre"] for r in bodies[0]["readings"]] == [[99.5, 99.5], [199.5, 119.5]]
+    assert all(shape == (166, 232, 3) for shape in calls)
+    # reads: start-up (empty), throw 1, clearing (skipped: same as the empty table), throw 2
+    assert len(calls) == 3
     service.close()
