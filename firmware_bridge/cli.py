@@ -108,7 +108,13 @@ def run(command: str, args: argparse.Namespace) -> int:
     from .protocol import Capability
     caps = ALL_CAPABILITIES & ~Capability.WALL_SENSOR if args.no_wall_sensor else ALL_CAPABILITIES
     if args.link is not None and args.link.exists() and not args.link.is_symlink():
-        print(f"craps-table mcu-sim: {args.link} exists and is not a symlink", file=sys.stderr)
+        print(f"craps-table mcu-sim: --link {args.link} exists and is not a symlink", file=sys.stderr)
+        return 2
+    if args.link is not None and not args.link.parent.is_dir():
+        print(f"craps-table mcu-sim: --link {args.link}: directory {args.link.parent} does not exist", file=sys.stderr)
+        return 2
+    if args.strike_every is not None and args.strike_every <= 0:
+        print("craps-table mcu-sim: --strike-every must be > 0 seconds", file=sys.stderr)
         return 2
     mcu = SimulatedMcu(args.link, faults=faults, seed=args.seed, capabilities=int(caps))
     stop = False

@@ -371,10 +371,13 @@ def test_mcu_sim_command_serves_a_link(tmp_path):
             proc.wait()
 
 
-def test_mcu_sim_command_rejects_bad_arguments():
+def test_mcu_sim_command_rejects_bad_arguments(tmp_path):
     r = subprocess.run([sys.executable, "-m", "controller.cli", "mcu-sim", "--corrupt", "2"],
                        capture_output=True, text=True, cwd=REPO, timeout=30)
     assert r.returncode == 2 and "corrupt_rate" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "controller.cli", "mcu-sim", "--link", str(tmp_path / "no" / "tty")],
+                       capture_output=True, text=True, cwd=REPO, timeout=30)
+    assert r.returncode == 2 and "does not exist" in r.stderr
 
 
 def test_refused_command_is_not_retried_and_changes_nothing():
