@@ -12,6 +12,8 @@ from __future__ import annotations
 import collections
 import queue
 import threading
+import time
+from typing import Callable
 
 from .link import FirmwareLink, LinkEvent
 from .protocol import InputId
@@ -46,18 +48,35 @@ class EventQueue:
 
 
 class WallStrikeLog:
-    """Host times (``time.monotonic()`` seconds) of the last ``maxlen`` far-wall strikes."""
+    """Times of the last ``maxlen`` far-wall strikes, in seconds on the caller's clock.
 
-    def __init__(self, link: FirmwareLink | None = None, maxlen: int = 256) -> None:
+    ``clock``: the clock to record on (default ``time.monotonic``, the clock of live camera
+    frames).  With another clock (say the frame clock of a replay), a strike is recorded as
+    ``clock()`` at delivery minus the time it waited since the link received it, so the delay of
+    the dispatch thread does not shift it.  The MCU stamps the strike within 1 ms of the sensor
+    edge; the host receives it a frame time plus an ACK round trip later (about 1-2 ms on USB).
+    """
+
+    def __init__(self, link: FirmwareLink | None = None, maxlen: int = 256,
+                 clock: Callable[[], float] | None = None) -> None:
         self._times: collections.deque[float] = collections.deque(maxlen=maxlen)
         self._lock = threading.Lock()
+        self._clock = clock
         if link is not None:
             link.add_event_listener(self)
 
     def __call__(self, event: LinkEvent) -> None:
         if event.input is InputId.FAR_WALL_STRIKE:
+            t = event.host_time
+            if self._clock is not None:
+                t = self._clock() - (time.monotonic() - event.host_time)
             with self._lock:
-                self._times.append(event.host_time)
+                self._times.append(t)
+
+    def times(self) -> list[float]:
+        """All recorded strike times, oldest first."""
+        with self._lock:
+            return list(self._times)
 
     def strikes_between(self, t0: float, t1: float) -> list[float]:
         """Strike times t with t0 <= t <= t1 (monotonic seconds)."""

@@ -170,6 +170,18 @@ def test_input_events_arrive_once_each_in_order(rig):
     assert [q.get(0.5).value, q.get(0.5).value, q.get(0.01)] == [1, 0, None]
 
 
+def test_wall_strike_log_on_another_clock():
+    from firmware_bridge.link import LinkEvent
+    frame_clock = [1000.0]
+    log = WallStrikeLog(clock=lambda: frame_clock[0])
+    now = time.monotonic()
+    log(LinkEvent(InputId.FAR_WALL_STRIKE, 1, 0, 5, now - 0.25, 1, 7))   # received 0.25 s ago
+    log(LinkEvent(InputId.DOOR, 1, 0, 6, now, 2, 7))                     # not a strike
+    (t,) = log.times()
+    assert 999.74 < t < 999.76
+    assert log.struck_between(999.7, 999.8) and not log.struck_between(999.8, 1000.0)
+
+
 def test_events_survive_corruption_without_duplicates(mcu):
     mcu.set_faults(corrupt_rate=0.03)
     events = Recorder()
