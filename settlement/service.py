@@ -154,8 +154,10 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
                 dice = body["dice"]
                 game = body.get("game") or {}
                 shooter = game.get("shooter")
+                st = sess.table.state
+                seven_out = st.point is not None and sum(dice) == 7   # the table may already count the next shooter
                 if (seq > sess.last_seq and last_shooter is not None and shooter is not None
-                        and shooter != last_shooter and sess.table.state.shooter_rolls > 0):
+                        and shooter != last_shooter and st.shooter_rolls > 0 and not seven_out):
                     sess.shooter_change("voluntary")
                     on_line(f"shooter change (voluntary) before seq={seq}")
                 last_shooter = shooter
