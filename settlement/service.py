@@ -141,49 +141,68 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
     sub = RollSubscriber(bus_cfg, state_path, resume_after=sess.last_seq,
                          on_alarm=lambda code, d: on_line(f"bus alarm {code}: {d}"))
     settled = 0
-    last_shooter = None
+    applier = EnvelopeApplier(sess, bettor, on_line)
     try:
-        _bet(sess, bettor, on_line)
+        applier.bet()
         while not stop_event.is_set() and (max_rolls is None or settled < max_rolls):
             env = sub.receive(receive_timeout_s)
             if env is None:
                 continue
-            seq = env["seq"]
-            body = env.get("body") or {}
-            if env.get("topic") == "roll" and body.get("verdict") == "roll" and body.get("dice"):
-                dice = body["dice"]
-                game = body.get("game") or {}
-                shooter = game.get("shooter")
-                st = sess.table.state
-                seven_out = st.point is not None and sum(dice) == 7   # the table may already count the next shooter
-                if (seq > sess.last_seq and last_shooter is not None and shooter is not None
-                        and shooter != last_shooter and st.shooter_rolls > 0 and not seven_out):
-                    sess.shooter_change("voluntary")
-                    on_line(f"shooter change (voluntary) before seq={seq}")
-                last_shooter = shooter
-                try:
-                    out, applied = sess.roll(dice, seq)
-                except ValueError as exc:
-                    on_line(f"roll seq={seq} refused: {exc}")
-                    sub.ack(seq)
-                    continue
-                if applied:
-                    outcome = _outcome(sess)
-                    for s in out:
-                        bal = sess.balance(s.player)
-                        on_line(_describe(seq, dice, outcome, s) + f", balance {_money(bal)}")
-                    if "point" in game and game.get("point") != sess.table.state.point:
-                        on_line(f"warning: table reports point {game.get('point')}, settlement has "
-                                f"{sess.table.state.point} after seq={seq}")
-                    settled += 1
-                sub.ack(seq)   # after the ledger commit
-                _bet(sess, bettor, on_line)
-            else:
-                sub.ack(seq)
+            settled += applier.apply(env)
+            sub.ack(env["seq"])   # after the ledger commit
     finally:
         sub.close()
         sess.close()
     return settled
+
+
+class EnvelopeApplier:
+    """Applies bus envelopes to a ledger session (the service's logic, without the bus).
+
+    :meth:`apply` returns 1 if the envelope settled a roll now, else 0 (not a roll, a no roll,
+    or a roll already applied). The caller acks the envelope afterwards.
+    """
+
+    def __init__(self, sess: Session, bettor: LineBettor, on_line: Callable[[str], None]):
+        self.sess = sess
+        self.bettor = bettor
+        self.on_line = on_line
+        self.last_shooter = None
+
+    def bet(self) -> None:
+        _bet(self.sess, self.bettor, self.on_line)
+
+    def apply(self, env: dict) -> int:
+        sess, on_line = self.sess, self.on_line
+        seq = env["seq"]
+        body = env.get("body") or {}
+        if env.get("topic") != "roll" or body.get("verdict") != "roll" or not body.get("dice"):
+            return 0
+        dice = body["dice"]
+        game = body.get("game") or {}
+        shooter = game.get("shooter")
+        st = sess.table.state
+        seven_out = st.point is not None and sum(dice) == 7   # the table may already count the next shooter
+        if (seq > sess.last_seq and self.last_shooter is not None and shooter is not None
+                and shooter != self.last_shooter and st.shooter_rolls > 0 and not seven_out):
+            sess.shooter_change("voluntary")
+            on_line(f"shooter change (voluntary) before seq={seq}")
+        self.last_shooter = shooter
+        try:
+            out, applied = sess.roll(dice, seq)
+        except ValueError as exc:
+            on_line(f"roll seq={seq} refused: {exc}")
+            return 0
+        if not applied:
+            return 0
+        outcome = _outcome(sess)
+        for s in out:
+            on_line(_describe(seq, dice, outcome, s) + f", balance {_money(sess.balance(s.player))}")
+        if "point" in game and game.get("point") != sess.table.state.point:
+            on_line(f"warning: table reports point {game.get('point')}, settlement has "
+                    f"{sess.table.state.point} after seq={seq}")
+        self.bet()
+        return 1
 
 
 def _outcome(sess) -> str:

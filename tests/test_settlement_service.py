@@ -72,3 +72,28 @@ def test_service_settles_line_bets_and_acks(tmp_path: Path):
             x for x in lines2 if "seq=5" in x and x.startswith("settle")]
     finally:
         pub.close()
+
+
+def test_envelope_applier_tracks_shooter_and_skips_no_rolls():
+    from settlement.ledger import Session
+    from settlement.profile import load_profile
+    from settlement.service import EnvelopeApplier, LineBettor
+
+    sess = Session(load_profile("ny-5324"))
+    lines: list[str] = []
+    ap = EnvelopeApplier(sess, LineBettor([{"name": "p", "bet": "pass", "amount": 1000, "odds": 0}]), lines.append)
+    ap.bet()
+    env = lambda seq, b: {"seq": seq, "topic": "roll", "body": b}  # noqa: E731
+    assert ap.apply(env(1, body(3, 3, shooter=1, point=6))) == 1
+    assert ap.apply({"seq": 2, "topic": "heartbeat", "body": {}}) == 0
+    assert ap.apply(env(3, {**body(1, 1), "verdict": "no-roll", "dice": None})) == 0
+    assert ap.apply(env(4, body(2, 2, shooter=2, point=6))) == 1       # voluntary change, point stays
+    assert sess.table.state.shooter == 2 and sess.table.state.point == 6
+    assert ap.apply(env(5, body(3, 4, shooter=3, point=None))) == 1    # seven-out reported as shooter 3
+    assert sess.table.state.shooter == 3
+    assert ap.apply(env(5, body(3, 4, shooter=3))) == 0                # the same seq again: nothing
+    assert ap.apply(env(6, body(1, 1, shooter=3, point=4))) == 1       # table says point 4: a warning
+    assert any(x.startswith("shooter change (voluntary) before seq=4") for x in lines)
+    assert any("p pass stake $10.00 loses" in x and "seq=5" in x for x in lines)
+    assert any(x.startswith("warning: table reports point 4") for x in lines)
+    assert sess.balance("p") == -3000                                  # two $10 losses and the $10 bet now up
