@@ -106,7 +106,14 @@ class LayoutConfig(_Strict):
         max_error_mm: refuse a calibration whose largest corner error exceeds this, mm.
         die_size_mm: die side, mm (0.75 to 0.775 in, N.J.A.C. 13:47-20.25(b)2i).
         camera_height_mm: camera height above the felt, mm; when given, the expected die
-            size in pixels is that of the die's top face (closer to the camera).
+            size in pixels is that of the die's top face (closer to the camera), and a die's
+            position is corrected for parallax (its top face is seen further out than its
+            footprint, by up to 6 mm at the edge of a 1.1 m table seen from 1.8 m).
+        camera_nadir_mm: the felt point straight below the camera, mm; ``None`` = the felt
+            point seen at the centre of the picture (a camera looking straight down).
+        zone_heights_mm: height above the felt of what a die rests on in a zone, mm (the rail
+            tops, the chip bank's stacks); zones not listed are at felt level. Used with
+            ``camera_height_mm`` to place a die resting up there.
         zone_priority: order in which zones claim a point (others follow in file order).
     """
 
@@ -118,6 +125,8 @@ class LayoutConfig(_Strict):
     max_error_mm: float = Field(2.0, gt=0)
     die_size_mm: float = Field(DIE_SIZE_MM, ge=19.05, le=19.685)
     camera_height_mm: float | None = Field(None, gt=100)
+    camera_nadir_mm: tuple[float, float] | None = None
+    zone_heights_mm: dict[str, float] = Field(default_factory=dict)
     zone_priority: list[str] = Field(default_factory=lambda: list(DEFAULT_ZONE_PRIORITY))
 
     @field_validator("dictionary")
@@ -284,6 +293,9 @@ class Calibration:
         camera_height_mm: camera above the felt (for the die's top-face size), or ``None``.
         image_size: ``(width, height)`` pixels it was made for, or ``None``.
         lens: the lens model (``homography`` then maps undistorted pixels), or ``None``.
+        camera_nadir_mm: felt point below the camera, or ``None`` (the one seen at the
+            picture's centre; see :attr:`nadir_mm`).
+        zone_heights_mm: zone -> height above the felt of what a die rests on there, mm.
     """
 
     homography: np.ndarray
@@ -293,6 +305,8 @@ class Calibration:
     camera_height_mm: float | None = None
     image_size: tuple[int, int] | None = None
     lens: Lens | None = None
+    camera_nadir_mm: tuple[float, float] | None = None
+    zone_heights_mm: dict[str, float] = field(default_factory=dict)
     _inverse: np.ndarray = field(init=False, repr=False)
     _order: tuple[str, ...] = field(init=False, repr=False)
 
@@ -352,22 +366,68 @@ class Calibration:
             raise KeyError(f"no zone {name!r}; zones: {', '.join(self.zones)}")
         return point_in_polygon(self.zones[name], point_mm)
 
-    def place(self, centre_px: Sequence[float]) -> "DiePlace":
-        """Where a die seen at ``centre_px`` (pixels, ``DieReading.centre``) is on the table:
-        its felt position in mm, its zone, and the die side in pixels expected there (compare
-        with ``DieReading.side_px``: much larger = nearer the camera = resting on a die or on
-        chips, 9 NYCRR 5324.52(k)(1) and (h))."""
-        mm = self.to_mm([centre_px])[0]
-        point = (float(mm[0]), float(mm[1]))
-        return DiePlace(point, self.zone_of(point), self.die_side_px(point))
+    @property
+    def nadir_mm(self) -> tuple[float, float] | None:
+        """The felt point straight below the camera, mm: ``camera_nadir_mm``, else the point
+        seen at the principal point (the lens model's) or the picture's centre; ``None``
+        without an image size."""
+        if self.camera_nadir_mm is not None:
+            return (float(self.camera_nadir_mm[0]), float(self.camera_nadir_mm[1]))
+        if self.lens is not None:
+            k = self.lens.camera_matrix
+            p = map_points(self.homography, [[k[0, 2], k[1, 2]]])[0]
+        elif self.image_size is not None:
+            w, h = self.image_size
+            p = map_points(self.homography, [[(w - 1) / 2.0, (h - 1) / 2.0]])[0]
+        else:
+            return None
+        return (float(p[0]), float(p[1]))
 
-    def die_side_px(self, point_mm: Sequence[float]) -> float:
-        """Expected side of a die's top face in pixels with its centre at ``point_mm``.
+    def felt_point(self, point_px: Sequence[float], height_mm: float = 0.0) -> tuple[float, float]:
+        """The felt position (mm) below a point seen at ``point_px`` that is ``height_mm`` above
+        the felt (a die's top face: ``die_size_mm``).
+
+        The ray through the pixel meets the felt at ``m`` (the homography); the point at height
+        ``h`` on that ray lies over ``n + (m - n) (D - h) / D``, with ``n`` the nadir and ``D`` the
+        camera height (similar triangles, pinhole camera). Without ``camera_height_mm`` (or a
+        nadir) no correction is made.
+        """
+        m = self.to_mm([point_px])[0]
+        nadir = self.nadir_mm
+        if height_mm and self.camera_height_mm is not None and nadir is not None:
+            k = (self.camera_height_mm - height_mm) / self.camera_height_mm
+            m = np.asarray(nadir) + (m - np.asarray(nadir)) * k
+        return (float(m[0]), float(m[1]))
+
+    def place(self, centre_px: Sequence[float]) -> "DiePlace":
+        """Where a die whose top face is seen centred at ``centre_px`` (pixels,
+        ``DieReading.centre``) is on the table: its footprint's centre in mm, its zone, and the
+        die side in pixels expected there (compare with ``DieReading.side_px``: much larger =
+        nearer the camera = resting on a die or on chips, 9 NYCRR 5324.52(k)(1) and (h)).
+
+        Zones are tried in priority order, each at its own height (``zone_heights_mm``: a die on
+        a rail top has its top face ``rail height + die size`` above the felt, and is seen
+        further out than it is, :meth:`felt_point`); the first zone containing the die's
+        position computed for that height claims it. ``zone`` ``None``: off the table
+        (9 NYCRR 5324.52(k)(1)), ``mm`` then assumes the die is at felt level.
+        """
+        s = self.die_size_mm
+        for zone in self._order:
+            rest = float(self.zone_heights_mm.get(zone, 0.0))
+            point = self.felt_point(centre_px, rest + s)
+            if point_in_polygon(self.zones[zone], point):
+                return DiePlace(point, zone, self.die_side_px(point, rest))
+        point = self.felt_point(centre_px, s)
+        return DiePlace(point, None, self.die_side_px(point))
+
+    def die_side_px(self, point_mm: Sequence[float], rest_height_mm: float = 0.0) -> float:
+        """Expected side of a die's top face in pixels with its centre at ``point_mm``, resting
+        ``rest_height_mm`` above the felt (0: on the felt).
 
         The die's footprint square (``die_size_mm``, axis-aligned) is mapped to pixels and the
         side of the square of equal area is returned. With ``camera_height_mm`` (``D``) the
-        top face, ``die_size_mm`` (``s``) nearer the camera, is scaled by ``D / (D - s)``
-        (pinhole camera over the felt).
+        top face, ``rest_height_mm + die_size_mm`` (``h``) nearer the camera, is scaled by
+        ``D / (D - h)`` (pinhole camera over the felt).
         """
         x, y = float(point_mm[0]), float(point_mm[1])
         h = self.die_size_mm / 2.0
@@ -375,7 +435,11 @@ class Calibration:
         area = 0.5 * abs(np.dot(sq[:, 0], np.roll(sq[:, 1], -1)) - np.dot(sq[:, 1], np.roll(sq[:, 0], -1)))
         side = math.sqrt(area)
         if self.camera_height_mm is not None:
-            side *= self.camera_height_mm / (self.camera_height_mm - self.die_size_mm)
+            top = rest_height_mm + self.die_size_mm
+            if top >= self.camera_height_mm:
+                raise ValueError(f"a die top {top} mm above the felt is not below the camera "
+                                 f"({self.camera_height_mm} mm)")
+            side *= self.camera_height_mm / (self.camera_height_mm - top)
         return side
 
 
@@ -496,7 +560,8 @@ def calibrate(image: np.ndarray | Sequence[np.ndarray], layout: LayoutConfig,
                                "(are they all on the felt plane and listed at the right positions?)")
     h = h / h[2, 2]
     cal = Calibration(h, dict(zones), tuple(layout.zone_priority), layout.die_size_mm,
-                      layout.camera_height_mm, (width, height), lens)
+                      layout.camera_height_mm, (width, height), lens, layout.camera_nadir_mm,
+                      dict(layout.zone_heights_mm))
     err_mm = np.linalg.norm(cal.to_mm(px) - mm, axis=1)
     err_px = np.linalg.norm(cal.to_px(mm) - px, axis=1)
     worst = used[int(np.argmax(err_mm)) // 4]
@@ -559,7 +624,8 @@ def load_calibration(path: str | Path) -> Calibration:
     lens = Lens.from_config(cf.lens) if cf.lens is not None else None
     return Calibration(np.asarray(r.pixel_to_mm, dtype=np.float64), dict(cf.zones),
                        tuple(cf.layout.zone_priority), cf.layout.die_size_mm, cf.layout.camera_height_mm,
-                       (r.image_width, r.image_height), lens)
+                       (r.image_width, r.image_height), lens, cf.layout.camera_nadir_mm,
+                       dict(cf.layout.zone_heights_mm))
 
 
 def _toml_value(v: object) -> str:
@@ -577,12 +643,14 @@ def _toml_value(v: object) -> str:
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml_value(x)}" for k, x in v.items()) + " }"
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
 
 
 def _table(name: str, values: dict) -> list[str]:
     lines = [f"[{name}]"]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in values.items() if v is not None and not isinstance(v, dict)]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in values.items() if v is not None]
     return lines
 
 

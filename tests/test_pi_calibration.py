@@ -156,9 +156,13 @@ def test_expected_die_side_in_pixels(example, scene):
         got = cal.die_side_px((x, y))
         assert got == pytest.approx(want, rel=0.01)
         assert 14.0 < got < 20.0  # about 0.9 px/mm in this view
-    where = cal.place(map_points(to_px, [(1000.0, 500.0)])[0])
+    seen = map_points(to_px, [(1000.0, 500.0)])[0]  # a mark on the felt...
+    assert cal.felt_point(seen) == pytest.approx((1000.0, 500.0), abs=0.5)
+    where = cal.place(seen)  # ...or a die top seen there: 19 mm up, so nearer the nadir
+    nadir = np.array(cal.nadir_mm)
+    want = nadir + (np.array([1000.0, 500.0]) - nadir) * (1800.0 - 19.05) / 1800.0
     assert where.zone == "playing"
-    assert where.mm == pytest.approx((1000.0, 500.0), abs=0.5)
+    assert where.mm == pytest.approx(tuple(want), abs=0.5)
     assert where.expected_side_px == pytest.approx(cal.die_side_px(where.mm))
     flat = Calibration(cal.homography, cal.zones, die_size_mm=19.05)
     assert flat.die_side_px((550.0, 280.0)) < cal.die_side_px((550.0, 280.0))
