@@ -5,10 +5,12 @@ end of the table" / "in a manner calculated to cause the dice to strike the end 
 farthest from the shooter". :func:`controller.irregularity.observe_throw` takes the tracks and
 asks whether each die's track entered the ``far_wall_band`` zone.
 
-Method: background subtraction against the table as it was before the throw (grey, downscaled
-by ``scale``), threshold, opening, connected components inside the playing area. A component of
-``n`` die areas (rounded, 1..2) holds ``n`` dice. Components are assigned to two tracks by the
-nearest previous position (both tracks take a component holding two dice). Each point is the
+Method: background subtraction against the table as it was before the throw (colour, downscaled
+by ``scale``; the largest difference of the three channels), threshold, opening, connected components inside the playing area. Two or more components: the two
+largest are one die each; a lone component holds both dice when it covers ``together_areas``
+die areas, else one. Components are assigned to the two tracks by the least total distance to
+each track's predicted position (constant velocity from its last two points); both tracks take
+a component holding both dice. Each point is the
 component's centroid mapped to the felt plane by the calibration's homography (a die in the air
 appears a little further from the camera's nadir than it is: at 50 mm up, 3 % of its distance).
 
@@ -31,9 +33,11 @@ class ThrowTracker:
     Args:
         calibration: ``camera.calibration.Calibration`` (``to_mm``, ``to_px``, ``zones``).
         die_side_px: the die's side in pixels (``calibration.die_side_px(...)``).
-        threshold: grey levels (1..255) a pixel must differ from the background by.
+        threshold: levels (1..255) a pixel must differ from the background by in some channel.
         scale: downscale factor of the images compared (1 = full size).
         max_dice: dice tracked (2).
+        together_areas: a lone component of at least this many die areas holds both dice (a
+            die with its shadow and side faces covers up to about two die areas).
 
     Example::
 
@@ -45,25 +49,30 @@ class ThrowTracker:
     """
 
     def __init__(self, calibration, *, die_side_px: float, threshold: int = 40, scale: int = 2,
-                 max_dice: int = 2) -> None:
+                 max_dice: int = 2, together_areas: float = 2.5) -> None:
         if die_side_px <= 0:
             raise ValueError(f"die_side_px must be > 0, got {die_side_px}")
         self.cal = calibration
         self.side = float(die_side_px)
         self.threshold = int(threshold)
         self.scale = max(1, int(scale))
+        if max_dice not in (1, 2):
+            raise ValueError(f"max_dice must be 1 or 2, got {max_dice}")
         self.max_dice = int(max_dice)
+        self.together_areas = float(together_areas)
         self._bg: np.ndarray | None = None
         self._mask: np.ndarray | None = None
         self._tracks: list[list[tuple[float, float, float]]] = [[] for _ in range(self.max_dice)]
-        self._last_px: list[tuple[float, float] | None] = [None] * self.max_dice
+        self._last_px: list[tuple[float, float, float] | None] = [None] * self.max_dice
+        self._prev_px: list[tuple[float, float, float] | None] = [None] * self.max_dice
 
     def _grey(self, image: np.ndarray) -> np.ndarray:
+        """The downscaled frame (colour kept: a red die on green felt has about the felt's grey)."""
         img = check_image(image, "tracker frame")
-        g = img if img.ndim == 2 else cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
         if self.scale > 1:
-            g = cv2.resize(g, (g.shape[1] // self.scale, g.shape[0] // self.scale), interpolation=cv2.INTER_AREA)
-        return g
+            img = cv2.resize(img, (img.shape[1] // self.scale, img.shape[0] // self.scale),
+                             interpolation=cv2.INTER_AREA)
+        return img
 
     def set_background(self, image: np.ndarray) -> None:
         """The table before the throw (no dice moving); starts a new throw.
@@ -72,7 +81,7 @@ class ThrowTracker:
             camera.base.FrameError: not a valid frame.
         """
         self._bg = self._grey(image)
-        h, w = self._bg.shape
+        h, w = self._bg.shape[:2]
         mask = np.zeros((h, w), np.uint8)
         playing = getattr(self.cal, "zones", {}).get("playing")
         if playing is not None:
@@ -83,9 +92,12 @@ class ThrowTracker:
         self._mask = mask
         self._tracks = [[] for _ in range(self.max_dice)]
         self._last_px = [None] * self.max_dice
+        self._prev_px = [None] * self.max_dice
 
     def _blobs(self, grey: np.ndarray) -> list[tuple[float, float, int]]:
         diff = cv2.absdiff(grey, self._bg)
+        if diff.ndim == 3:
+            diff = diff.max(axis=2)
         fg = ((diff > self.threshold) * 255).astype(np.uint8)
         fg = cv2.bitwise_and(fg, self._mask)
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
@@ -93,11 +105,10 @@ class ThrowTracker:
         die_area = (self.side / self.scale) ** 2
         out = []
         for i in range(1, n):
-            area = stats[i][4]
+            area = float(stats[i][4])
             if area < 0.3 * die_area:
                 continue
-            k = int(min(self.max_dice, max(1, round(area / die_area))))
-            out.append((float(cents[i][0]) * self.scale, float(cents[i][1]) * self.scale, k))
+            out.append((float(cents[i][0]) * self.scale, float(cents[i][1]) * self.scale, area / die_area))
         out.sort(key=lambda b: -b[2])
         return out
 
@@ -116,34 +127,46 @@ class ThrowTracker:
         blobs = self._blobs(grey)
         if not blobs:
             return
-        points: list[tuple[float, float]] = []
-        for x, y, k in blobs:
-            points.extend([(x, y)] * k)
-        points = points[: self.max_dice]
-        assign = self._assign(points)
+        if len(blobs) >= 2:
+            points = [(x, y) for x, y, _ in blobs[: self.max_dice]]
+        elif blobs[0][2] >= self.together_areas:
+            points = [(blobs[0][0], blobs[0][1])] * self.max_dice
+        else:
+            points = [(blobs[0][0], blobs[0][1])]
+        assign = self._assign(points, float(t))
         for d, p in assign.items():
             mm = self.cal.to_mm([[p[0], p[1]]])[0]
             self._tracks[d].append((float(t), float(mm[0]), float(mm[1])))
-            self._last_px[d] = p
+            self._prev_px[d] = self._last_px[d]
+            self._last_px[d] = (float(t), p[0], p[1])
 
-    def _assign(self, points: Sequence[tuple[float, float]]) -> dict[int, tuple[float, float]]:
-        """Track index -> point, by least total distance to the tracks' last points."""
+    def _predict(self, d: int, t: float) -> tuple[float, float] | None:
+        """Where track ``d`` should be at ``t``: constant velocity from its last two points."""
+        last, prev = self._last_px[d], self._prev_px[d]
+        if last is None:
+            return None
+        if prev is None or last[0] <= prev[0]:
+            return last[1], last[2]
+        k = (t - last[0]) / (last[0] - prev[0])
+        return last[1] + k * (last[1] - prev[1]), last[2] + k * (last[2] - prev[2])
+
+    def _assign(self, points: Sequence[tuple[float, float]], t: float) -> dict[int, tuple[float, float]]:
+        """Track index -> point, by least total distance to the tracks' predicted positions."""
         dice = list(range(self.max_dice))
-        if all(p is None for p in self._last_px):
+        pred = [self._predict(d, t) for d in dice]
+        if all(p is None for p in pred):
             return {d: points[d] if d < len(points) else points[-1] for d in dice}
-        best, best_cost = {}, math.inf
-        if len(points) >= 2:
-            for order in ((0, 1), (1, 0)):
-                cost = sum(self._dist(d, points[order[d]]) for d in (0, 1))
-                if cost < best_cost:
-                    best, best_cost = {d: points[order[d]] for d in (0, 1)}, cost
-            return best
-        d = min(dice, key=lambda i: self._dist(i, points[0]))
-        return {d: points[0]}
 
-    def _dist(self, d: int, p: tuple[float, float]) -> float:
-        last = self._last_px[d]
-        return 1e6 if last is None else math.hypot(p[0] - last[0], p[1] - last[1])
+        def dist(d: int, p: tuple[float, float]) -> float:
+            q = pred[d]
+            return 1e6 if q is None else math.hypot(p[0] - q[0], p[1] - q[1])
+
+        if len(points) >= 2:
+            a = dist(0, points[0]) + dist(1, points[1])
+            b = dist(0, points[1]) + dist(1, points[0])
+            return {0: points[0], 1: points[1]} if a <= b else {0: points[1], 1: points[0]}
+        d = min(dice, key=lambda i: dist(i, points[0]))
+        return {d: points[0]}
 
     def tracks(self) -> list[list[tuple[float, float, float]]]:
         """Per die, the ``(t_s, x_mm, y_mm)`` points seen (copies)."""

@@ -1,0 +1,297 @@
+"""Irregularity verdicts measured on the simulated table (9 NYCRR 5324.52(h)(1), (k)).
+
+For each scenario of simulator/scenarios.py and each seed: the throw is simulated (MuJoCo), the
+expected verdict is worked out from the simulator's ground truth under the profile
+(:func:`expected_verdict`, independent of the detectors), and the controller's verdict is made
+from what a camera gives:
+
+* ``--mode camera``: the frame at rest is rendered and read by ``vision.reader.read_dice``; the
+  far-wall strike comes from :class:`controller.track.ThrowTracker` on rendered motion frames
+  (``--fps``, default 60);
+* ``--mode truth``: an ideal reader (values, centres, flatness from the ground truth) and the
+  physics centres as the track: this measures the detectors and the policy alone.
+
+Targets (issue 5): per scenario >= 99 % right over 200 seeded throws; over 3,000 natural throws
+no valid roll with a wrong value, and <= 0.5 % to the boxperson.
+
+Run::
+
+    .venv/bin/python bench/irregularity_bench.py --mode truth --throws 200 --natural 3000
+    .venv/bin/python bench/irregularity_bench.py --mode camera --throws 20 --natural 100 --budget-s 900
+
+``--budget-s`` stops early and prints what was actually run.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from camera.calibration import Calibration  # noqa: E402
+from controller.irregularity import TableObject, judge  # noqa: E402
+from controller.irregularity_profile import IrregularityProfile, load_profile  # noqa: E402
+from controller.policy import Action  # noqa: E402
+from controller.reasons import Reason  # noqa: E402
+from controller.track import ThrowTracker  # noqa: E402
+from simulator.geometry import CHIP_DIAMETER_MM, CameraConfig  # noqa: E402
+from simulator.physics import DieState, TableSim  # noqa: E402
+from simulator.render import DicePose, Renderer  # noqa: E402
+from simulator.scenarios import SCENARIOS, plan_throw  # noqa: E402
+from vision.types import DieReading  # noqa: E402
+
+_PLACE = {"off-table": None, "die": Reason.DIE_ON_DIE, "bank": Reason.DIE_IN_CHIP_BANK,
+          "cup": Reason.DIE_IN_DICE_CUP, "rail": Reason.DIE_ON_RAIL}
+
+
+@dataclass
+class Throw:
+    """One simulated throw: final states, whether still moving, the physics track, frames."""
+
+    scenario: str
+    seed: int
+    plan: object
+    states: list[DieState]
+    moving: bool
+    track: list[list[tuple[float, float, float]]]
+    poses: list[list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+
+
+def simulate(scenario: str, seed: int, sims: dict, fps: float = 60.0, keep_poses: bool = False) -> Throw:
+    """Run one throw, recording each die's centre (and pose, for rendering) every ``1/fps`` s."""
+    plan = plan_throw(scenario, seed)
+    key = plan.geometry
+    sim = sims.get(key)
+    if sim is None:
+        sims.clear()
+        sim = sims[key] = TableSim(plan.geometry)
+    sim.reset(plan.starts, plan.agitate_s, plan.seed)
+    dt = 1.0 / fps
+    track: list[list[tuple[float, float, float]]] = [[], []]
+    poses, times = [], []
+    while sim.t < plan.timeout_s - 1e-9:
+        sim.advance(min(dt, plan.timeout_s - sim.t))
+        ps = sim.poses()
+        for i, (pos, _) in enumerate(ps):
+            track[i].append((sim.t, float(pos[0]), float(pos[1])))
+        if keep_poses:
+            poses.append([(p.copy(), q.copy()) for p, q in ps])
+            times.append(sim.t)
+        if not sim.moving():
+            break
+    return Throw(scenario, seed, plan, sim.die_states(), sim.moving(), track, poses, times)
+
+
+def truth_reasons(states: list[DieState], moving: bool) -> list[Reason]:
+    """The irregularities the ground truth shows, in the verdict's precedence order."""
+    found: list[Reason] = []
+    if moving:
+        return [Reason.NOT_AT_REST]
+    on_table = [s for s in states if s.rests_on != "off-table"]
+    # a die that left the table is void by (k)(1) whether or not it struck the far wall first
+    if not all(s.struck_far_wall for s in on_table):
+        found.append(Reason.FAR_WALL_MISSED)
+    places = [_PLACE[s.rests_on] for s in on_table if s.rests_on in _PLACE and s.rests_on != "die"]
+    if len(on_table) < 2 or places:
+        found.extend(dict.fromkeys(places))
+        if not places:
+            found.append(Reason.DICE_OFF_TABLE if not on_table else Reason.DIE_OFF_TABLE)
+    if any(s.rests_on == "die" for s in on_table):
+        found.append(Reason.DIE_ON_DIE)
+    # a die in the bank, the cup or on a rail is judged by where it is ((k)(2)(iii)-(iv)); the
+    # cocked-die rule (h)(1)(i) is for dice on the layout
+    on_layout = [s for s in on_table if s.rests_on in ("felt", "chips", "die")]
+    if any(len(s.objects_under()) > 1 for s in on_layout):
+        found.append(Reason.DIE_ON_SEVERAL_OBJECTS)
+    if any(not s.flat for s in on_layout):
+        found.append(Reason.DIE_NOT_FLAT)
+    return found
+
+
+def counted_value(s: DieState, profile: IrregularityProfile) -> int:
+    """The face that counts: (h)(1)(i) the face opposite the one side resting on an object; the
+    face most nearly up otherwise (and always under ``cocked = "as-read"``)."""
+    under = s.objects_under()
+    if profile.cocked == "opposite-resting-side" and not s.flat and len(under) == 1:
+        return 7 - next(iter(under))
+    return s.value
+
+
+def expected_verdict(states: list[DieState], moving: bool, profile: IrregularityProfile):
+    """``(kind, reason | None, sorted dice | None)`` the profile gives for the ground truth."""
+    found = truth_reasons(states, moving)
+    for action in (Action.NO_ROLL, Action.BOXPERSON):
+        for r in found:
+            if profile.policy.action(r) is action:
+                return action.value, r, None
+    return "roll", None, tuple(sorted(counted_value(s, profile) for s in states))
+
+
+def calibration_for(renderer: Renderer, geometry) -> Calibration:
+    """What a calibrated table gives the controller: homography, zones, camera height."""
+    return Calibration.from_homography(renderer.cam.homography, geometry.zones(),
+                                       camera_height_mm=renderer.c.height_mm)
+
+
+def objects_for(geometry) -> list[TableObject]:
+    """The chip stacks on the layout (wagers), table mm."""
+    return [TableObject(s.x, s.y, CHIP_DIAMETER_MM / 2, s.height) for s in geometry.stacks]
+
+
+def truth_readings(states: list[DieState], renderer: Renderer, cal: Calibration) -> list[DieReading]:
+    """An ideal reader: each die in view with its face most nearly up, flatness and pixel centre."""
+    out = []
+    D = renderer.c.height_mm
+    for s in states:
+        if s.pos_mm[2] < -19.05:  # below the felt (on the floor): hidden by the table
+            continue
+        pose = DicePose(s.pos_mm, s.quat)
+        cx, cy = renderer.die_centre_px(pose)
+        if not (0 <= cx < renderer.c.width and 0 <= cy < renderer.c.height):
+            continue
+        x0, y0, x1, y1 = renderer.die_bbox_px(pose)
+        top = float(s.pos_mm[2]) + 19.05 / 2
+        exp = cal.die_side_px(cal.to_mm([[cx, cy]])[0]) * (D - 19.05) / max(1.0, D - top)
+        out.append(DieReading(value=int(s.value), bbox=(x0, y0, x1, y1), centre=(cx, cy), confidence=1.0,
+                              flat=bool(s.flat), side_px=float(exp)))
+    return out
+
+
+def render(throw: Throw, renderer: Renderer, index: int) -> np.ndarray:
+    """The frame of pose sample ``index`` (-1: at rest)."""
+    ps = throw.poses[index]
+    return renderer.render([[DicePose(p, q)] for p, q in ps], frame_index=index % 6)
+
+
+class Bench:
+    """Runs throws and tallies verdicts per scenario."""
+
+    def __init__(self, profile: IrregularityProfile, mode: str, fps: float = 60.0) -> None:
+        self.profile, self.mode, self.fps = profile, mode, fps
+        self.sims: dict = {}
+        self.renderers: dict = {}
+
+    def renderer(self, geometry) -> Renderer:
+        r = self.renderers.get(geometry)
+        if r is None:
+            if len(self.renderers) > 4:
+                self.renderers.clear()
+            r = self.renderers[geometry] = Renderer(geometry, CameraConfig(), seed=0)
+        return r
+
+    def observe(self, scenario: str, seed: int) -> dict:
+        """Simulate one throw and collect what the camera gives (readings, track)."""
+        camera = self.mode == "camera"
+        th = simulate(scenario, seed, self.sims, self.fps, keep_poses=camera)
+        g = th.plan.geometry
+        ren = self.renderer(g)
+        cal = calibration_for(ren, g)
+        if camera:
+            from vision.reader import read_dice
+
+            side = cal.die_side_px((g.length / 2, g.width / 2))
+            tracker = ThrowTracker(cal, die_side_px=side)
+            tracker.set_background(ren.background)
+            for k in range(len(th.poses) - 1):
+                tracker.add(th.times[k], render(th, ren, k))
+            track = tracker.tracks()
+            readings = read_dice(render(th, ren, -1), expected_side_px=side)
+        else:
+            track = th.track
+            readings = truth_readings(th.states, ren, cal)
+        return {"throw": th, "calibration": cal, "readings": readings, "track": track}
+
+    def decide(self, seen: dict, profile: IrregularityProfile | None = None) -> dict:
+        """Decide an observed throw under ``profile`` (default the bench's) and compare."""
+        profile = profile or self.profile
+        th = seen["throw"]
+        g = th.plan.geometry
+        expected = expected_verdict(th.states, th.moving, profile)
+        verdict, observed = judge(seen["readings"], calibration=seen["calibration"], profile=profile,
+                                  objects=objects_for(g), track=seen["track"], timed_out=th.moving,
+                                  wall_height_mm=g.wall_height)
+        got = (verdict.kind, verdict.reason, None if verdict.dice is None else tuple(sorted(verdict.dice)))
+        right = got[0] == expected[0] and got[2] == expected[2]
+        wrong_value = got[0] == "roll" and (expected[0] != "roll" or got[2] != expected[2])
+        return {"scenario": th.scenario, "seed": th.seed, "expected": expected, "got": got, "right": right,
+                "wrong_value": wrong_value, "notes": observed.notes,
+                "truth": [(s.value, s.rests_on, s.flat, s.struck_far_wall) for s in th.states]}
+
+    def one(self, scenario: str, seed: int) -> dict:
+        """Simulate, decide, compare: a result row."""
+        return self.decide(self.observe(scenario, seed))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mode", choices=("truth", "camera"), default="truth")
+    ap.add_argument("--profile", default="ny-5324")
+    ap.add_argument("--throws", type=int, default=200, help="seeded throws per irregularity scenario")
+    ap.add_argument("--natural", type=int, default=3000, help="natural throws")
+    ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS[1:]))
+    ap.add_argument("--fps", type=float, default=60.0)
+    ap.add_argument("--budget-s", type=float, default=0.0, help="stop after this many seconds (0: no limit)")
+    ap.add_argument("--show-wrong", type=int, default=5, help="print up to N wrong verdicts per scenario")
+    args = ap.parse_args(argv)
+    profile = load_profile(args.profile)
+    bench = Bench(profile, args.mode, args.fps)
+    t_start = time.perf_counter()
+    plan = [(s, args.throws) for s in args.scenarios] + [("natural", args.natural)]
+    rows: dict[str, list[dict]] = {}
+    stopped = False
+    # interleave scenarios so that a budget stop leaves every scenario measured
+    seeds = {s: 0 for s, _ in plan}
+    todo = {s: n for s, n in plan}
+    while any(seeds[s] < todo[s] for s in todo) and not stopped:
+        for s in todo:
+            if seeds[s] >= todo[s]:
+                continue
+            batch = 10 if s == "natural" else 1
+            for _ in range(batch):
+                if seeds[s] >= todo[s]:
+                    break
+                rows.setdefault(s, []).append(bench.one(s, seeds[s]))
+                seeds[s] += 1
+            if args.budget_s and time.perf_counter() - t_start > args.budget_s:
+                stopped = True
+                break
+    elapsed = time.perf_counter() - t_start
+    print(f"irregularity bench: profile {profile.name}, mode {args.mode}, {elapsed:.0f} s"
+          + (" (stopped by --budget-s: counts below are what was run)" if stopped else ""))
+    print(f"{'scenario':20s} {'throws':>6s} {'right':>6s} {'right %':>8s} {'no-roll':>7s} {'boxp':>5s} "
+          f"{'roll':>5s} {'wrong value':>11s} {'reason ok':>9s}  expected kinds")
+    for s, rs in rows.items():
+        n = len(rs)
+        right = sum(r["right"] for r in rs)
+        kinds = Counter(r["got"][0] for r in rs)
+        exp = Counter(r["expected"][0] for r in rs)
+        wrong_values = sum(r["wrong_value"] for r in rs)
+        reason_ok = sum(r["got"][1] == r["expected"][1] for r in rs)
+        print(f"{s:20s} {n:6d} {right:6d} {100 * right / max(1, n):7.2f}% {kinds['no-roll']:7d} "
+              f"{kinds['boxperson']:5d} {kinds['roll']:5d} {wrong_values:11d} {reason_ok:9d}  {dict(exp)}")
+    nat = rows.get("natural", [])
+    if nat:
+        n = len(nat)
+        box = sum(r["got"][0] == "boxperson" for r in nat)
+        wrong = sum(r["wrong_value"] for r in nat)
+        print(f"natural: {n} throws, {wrong} valid rolls with a wrong value, {box} to the boxperson "
+              f"({100 * box / n:.2f} %; target <= 0.5 %)")
+    for s, rs in rows.items():
+        bad = [r for r in rs if not r["right"] or r["got"][1] != r["expected"][1]][: args.show_wrong]
+        for r in bad:
+            exp_r = r["expected"][1].value if r["expected"][1] else None
+            got_r = r["got"][1].value if r["got"][1] else None
+            print(f"  wrong {s} seed {r['seed']}: expected {r['expected'][0]} {exp_r} {r['expected'][2]}, "
+                  f"got {r['got'][0]} {got_r} {r['got'][2]}; truth {r['truth']}; {'; '.join(r['notes'])[:300]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
