@@ -42,6 +42,15 @@ REP_BATCH = b"BATCH"     # [b"BATCH", json {"from","first","head","journal_id","
 REP_ERROR = b"ERROR"     # [b"ERROR", json {"error": str}]
 
 
+def set_keepalive(sock: zmq.Socket) -> None:
+    """ZMTP heartbeats (PING every 1 s, peer dropped after 3 s of silence), so a peer that
+    vanished without closing its TCP connection (cable pulled, host frozen) does not keep a
+    full pipe that would make every send on the XPUB fail with ``zmq.Again``."""
+    sock.setsockopt(zmq.HEARTBEAT_IVL, 1000)
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3000)
+    sock.setsockopt(zmq.HEARTBEAT_TTL, 3000)
+
+
 class RollPublisher:
     """Journalled, signed, authenticated publisher of one table's messages.
 
@@ -101,6 +110,8 @@ class RollPublisher:
             self._auth = ThreadAuthenticator(self._ctx, log=logging.getLogger("bus.auth"))
             self._auth.start()
             self._auth.configure_curve(domain="*", location=str(cfg.allow_dir))
+            if not any(cfg.allow_dir.glob("*.key")):
+                log.warning("bus: the CURVE allow-list %s is empty: no subscriber can connect", cfg.allow_dir)
             self._xpub = self._server_socket(zmq.XPUB)
             self._xpub.setsockopt(zmq.XPUB_NODROP, 1)
             self._xpub.setsockopt(zmq.SNDHWM, cfg.hwm)
@@ -142,6 +153,7 @@ class RollPublisher:
     def _server_socket(self, kind: int) -> zmq.Socket:
         s = self._ctx.socket(kind)
         s.setsockopt(zmq.LINGER, 200)
+        set_keepalive(s)
         s.curve_secretkey = self._secret
         s.curve_publickey = self._public
         s.curve_server = True

@@ -24,7 +24,7 @@ import zmq
 from bus import envelope as envmod
 from bus.config import BusConfig
 from bus.keys import key_files, load_curve_public, load_curve_secret, load_verify_key
-from bus.publisher import REP_BATCH, REP_ERROR, REQ_ACK, REQ_REPLAY
+from bus.publisher import REP_BATCH, REP_ERROR, REQ_ACK, REQ_REPLAY, set_keepalive
 
 log = logging.getLogger("bus.subscriber")
 
@@ -145,6 +145,7 @@ class RollSubscriber:
     def _client_socket(self, kind: int, server_public: bytes, public: bytes, secret: bytes) -> zmq.Socket:
         s = self._ctx.socket(kind)
         s.setsockopt(zmq.LINGER, 0)  # nothing to flush at close: acks are re-sent on reconnection
+        set_keepalive(s)
         s.curve_serverkey = server_public
         s.curve_publickey = public
         s.curve_secretkey = secret
