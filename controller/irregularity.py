@@ -169,6 +169,8 @@ class _Geometry:
         zones = getattr(cal, "zones", {}) or {}
         self.zones = {k: np.asarray(v, dtype=np.float64).reshape(-1, 2) for k, v in zones.items()}
         playing = self.zones.get("playing")
+        if nadir_mm is None:
+            nadir_mm = getattr(cal, "nadir_mm", None)  # camera/calibration.py, when it knows
         if nadir_mm is None and playing is not None:
             nadir_mm = _poly_centroid(playing)
         self.nadir = nadir_mm
@@ -316,8 +318,14 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             zones.append(ZONE_PLAYING)
             continue
         p_obs = geo.cal.to_mm([[float(r.centre[0]), float(r.centre[1])]])[0]
-        p = geo.at_height(p_obs, geo.size)  # a die on the felt: its top face is one side up
-        zone = geo.zone(p)
+        if getattr(geo.cal, "zone_heights_mm", None) and hasattr(geo.cal, "place"):
+            # the calibration knows how high each zone's surface is (rail tops, bank chips)
+            placed = geo.cal.place((float(r.centre[0]), float(r.centre[1])))
+            p = (float(placed.mm[0]), float(placed.mm[1]))
+            zone = "off-table" if placed.zone is None else ZONE_MAP.get(placed.zone, placed.zone)
+        else:
+            p = geo.at_height(p_obs, geo.size)  # a die on the felt: its top face is one side up
+            zone = geo.zone(p)
         if zone in ("off-table", "rail"):
             h = geo.height_from_size(r.side_px, p_obs)
             if h is not None and h > geo.size + 0.4 * geo.wall_height:

@@ -193,3 +193,17 @@ def test_far_wall_strike_between_frames_is_found_from_the_bounce():
     # bounced off something mid-table: the turn is far from the wall
     mid = [(0.0, 400.0, 200.0), (dt, 480.0, 200.0), (2 * dt, 470.0, 200.0), (3 * dt, 400.0, 200.0)]
     assert verdict(dice, track=[mid, other]) == ("no-roll", "far-wall-missed", None)
+
+
+def test_die_on_rail_from_calibrated_zone_heights():
+    """With the rail height in the calibration (camera/calibration.py zone_heights_mm) the die on
+    the rail is placed there even when its apparent size says nothing."""
+    cal = Calibration.from_homography(H, GEOM.zones(), camera_height_mm=1800.0,
+                                      camera_nadir_mm=(550.0, 280.0), zone_heights_mm={"rails": GEOM.wall_height})
+    n = np.array([550.0, 280.0])
+    p = n + (np.array([700.0, 585.0]) - n) * 1800.0 / (1800.0 - GEOM.wall_height - 19.05)
+    r = DieReading(value=2, bbox=(0, 0, 1, 1), centre=(float(p[0] + OFF[0]), float(p[1] + OFF[1])),
+                   confidence=0.95, flat=True, side_px=SIDE)
+    v, obs = judge([die(600, 200, 3), r], calibration=cal, profile=load_profile("ny-5324"))
+    assert (v.kind, v.reason) == ("no-roll", Reason.DIE_ON_RAIL)
+    assert obs.positions_mm[1] == pytest.approx((700.0, 585.0), abs=0.5)
