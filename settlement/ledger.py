@@ -82,6 +82,13 @@ class Session:
         self.table = Table.from_snapshot(prof, json.loads(snap[0])) if snap else Table(prof)
         r = self.db.execute("SELECT MAX(seq) FROM rolls").fetchone()
         self.last_seq = r[0] if r and r[0] is not None else 0
+        m = self.db.execute("SELECT value FROM meta WHERE key='event_seq'").fetchone()
+        self.event_seq = int(m[0]) if m else 0
+
+    @property
+    def last_bus_seq(self) -> int:
+        """The highest bus sequence number applied (a roll, or a shooter change given a seq)."""
+        return max(self.last_seq, self.event_seq)
 
     # ---- helpers -------------------------------------------------------------------
     def balance(self, player: str) -> int:
@@ -160,10 +167,23 @@ class Session:
         self._commit(t, lambda: self._event("working", w.player, {**req, "on": on}, 0))
         return w
 
-    def shooter_change(self, change: str = "voluntary") -> None:
+    def shooter_change(self, change: str = "voluntary", seq: int | None = None) -> bool:
+        """A new shooter (voluntary or compulsory). With a bus ``seq``, applied once: a seq
+        at or below :attr:`last_bus_seq` changes nothing. Returns whether it was applied."""
+        if seq is not None and seq <= self.last_bus_seq:
+            return False
         t = copy.copy(self.table)
         t.shooter_change(change)
-        self._commit(t, lambda: self._event("shooter", None, {"change": change}, 0))
+
+        def fn():
+            self._event("shooter", None, {"change": change, "seq": seq}, 0)
+            if seq is not None:
+                self.db.execute("INSERT INTO meta VALUES('event_seq', ?) ON CONFLICT(key) DO UPDATE "
+                                "SET value=excluded.value", (str(seq),))
+        self._commit(t, fn)
+        if seq is not None:
+            self.event_seq = seq
+        return True
 
     def roll(self, dice, seq: int | None = None) -> tuple[list[Settlement] | list[dict], bool]:
         """Settle a roll once. Returns (settlements, applied_now).
@@ -174,13 +194,13 @@ class Session:
             ValueError: bad dice, or a ``seq`` below the last applied one that was never applied.
         """
         if seq is None:
-            seq = self.last_seq + 1
-        if seq <= self.last_seq:
+            seq = self.last_bus_seq + 1
+        if seq <= self.last_bus_seq:
             if self.db.execute("SELECT 1 FROM rolls WHERE seq=?", (seq,)).fetchone():
                 rows = self.db.execute("SELECT * FROM settlements WHERE seq=? ORDER BY id", (seq,))
                 cols = [c[0] for c in rows.description]
                 return [dict(zip(cols, r)) for r in rows.fetchall()], False
-            raise ValueError(f"roll seq {seq} is older than the last applied roll {self.last_seq}")
+            raise ValueError(f"roll seq {seq} is not after the last applied seq {self.last_bus_seq}")
         t = copy.copy(self.table)
         point_before = t.state.point
         out = t.roll(dice, seq)

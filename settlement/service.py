@@ -9,7 +9,9 @@ in sequence order:
   acknowledged. A change of ``game.shooter`` that is not a seven-out is applied as a
   voluntary relinquishment (N.J.A.C. 13:69F-1.11(a)). The engine tracks the game itself; if
   the table's ``game.point`` differs from its own a warning line is logged.
-* anything else (no roll, boxperson call, state, alarm): acknowledged, nothing settled
+* topic ``"state"`` with ``event: "new-shooter"`` (the table's voluntary or compulsory
+  relinquishment): a new shooter, applied once per ``seq`` (recorded in the ledger).
+* anything else (no roll, boxperson call, other state, alarm): acknowledged, nothing settled
   (9 NYCRR 5324.52(k): a no roll decides nothing).
 
 The test players make line bets (issue 3 item 5): each is ``{"name": "p1", "bet": "pass" |
@@ -56,10 +58,32 @@ def _money(c: int) -> str:
     return ("-" if c < 0 else "") + f"${abs(c) // 100}.{abs(c) % 100:02d}"
 
 
+def normalize_players(players) -> list[dict]:
+    """Test players as ``{"name", "bet", "amount", "odds"}`` dicts. Also accepts the table
+    config's form (controller ``[settlement.players]``): ``{"name", "bets": [{"bet": "dont-pass",
+    "amount_cents": 1000, "odds_multiple": 2}, ...]}``, as dicts or pydantic models."""
+    out = []
+    for p in players:
+        if hasattr(p, "model_dump"):
+            p = p.model_dump()
+        if not isinstance(p, dict):
+            raise ValueError(f"a player must be a mapping, not {p!r}")
+        if "bets" in p:
+            for b in p["bets"]:
+                b = b.model_dump() if hasattr(b, "model_dump") else dict(b)
+                out.append({"name": p.get("name"), "bet": str(b.get("bet", "")).replace("-", "_"),
+                            "amount": b.get("amount_cents", b.get("amount")),
+                            "odds": b.get("odds_multiple", b.get("odds", 0))})
+        else:
+            out.append({**p, "bet": str(p.get("bet", "")).replace("-", "_")})
+    return out
+
+
 class LineBettor:
     """The test players' line-bet strategy (see module docstring). Pure decisions over a Table."""
 
-    def __init__(self, players: list[dict]):
+    def __init__(self, players):
+        players = normalize_players(players)
         for p in players:
             if p.get("bet") not in ("pass", "dont_pass", "come", "dont_come"):
                 raise ValueError(f"player {p.get('name')!r}: 'bet' must be pass, dont_pass, come or dont_come")
@@ -134,11 +158,11 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
     from bus.subscriber import RollSubscriber
 
     prof = load_profile(profile) if isinstance(profile, (str, Path)) else profile
-    bettor = LineBettor(list(players))
+    bettor = LineBettor(players)
     ledger_path = Path(ledger_path)
     sess = Session(prof, ledger_path)
     state_path = Path(state_path) if state_path else Path(str(ledger_path) + ".bus")
-    sub = RollSubscriber(bus_cfg, state_path, resume_after=sess.last_seq,
+    sub = RollSubscriber(bus_cfg, state_path, resume_after=sess.last_bus_seq,
                          on_alarm=lambda code, d: on_line(f"bus alarm {code}: {d}"))
     settled = 0
     applier = EnvelopeApplier(sess, bettor, on_line)
@@ -176,6 +200,13 @@ class EnvelopeApplier:
         sess, on_line = self.sess, self.on_line
         seq = env["seq"]
         body = env.get("body") or {}
+        if env.get("topic") == "state" and body.get("event") == "new-shooter":
+            cause = body.get("cause", "voluntary")
+            if sess.shooter_change(cause if cause in ("voluntary", "compulsory") else "voluntary", seq):
+                on_line(f"shooter change ({cause}) at seq={seq}")
+                self.bet()
+            self.last_shooter = (body.get("game") or {}).get("shooter")
+            return 0
         if env.get("topic") != "roll" or body.get("verdict") != "roll" or not body.get("dice"):
             return 0
         dice = body["dice"]
@@ -183,7 +214,7 @@ class EnvelopeApplier:
         shooter = game.get("shooter")
         st = sess.table.state
         seven_out = st.point is not None and sum(dice) == 7   # the table may already count the next shooter
-        if (seq > sess.last_seq and self.last_shooter is not None and shooter is not None
+        if (seq > sess.last_bus_seq and self.last_shooter is not None and shooter is not None
                 and shooter != self.last_shooter and st.shooter_rolls > 0 and not seven_out):
             sess.shooter_change("voluntary")
             on_line(f"shooter change (voluntary) before seq={seq}")

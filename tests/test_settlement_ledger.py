@@ -28,7 +28,7 @@ def test_balances_and_idempotent_roll(prof, tmp_path):
     again, applied = s.roll([6, 5], seq=10)
     assert not applied and [r["returned"] for r in again] == [2000, 1000]
     assert (s.balance("p1"), s.balance("p2")) == (1000, 500)
-    with pytest.raises(ValueError, match="older"):
+    with pytest.raises(ValueError, match="not after"):
         s.roll([1, 1], seq=5)
     s.close()
     # a restart resumes the same session, and the same seq still changes nothing

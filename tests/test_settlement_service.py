@@ -97,3 +97,28 @@ def test_envelope_applier_tracks_shooter_and_skips_no_rolls():
     assert any("p pass stake $10.00 loses" in x and "seq=5" in x for x in lines)
     assert any(x.startswith("warning: table reports point 4") for x in lines)
     assert sess.balance("p") == -3000                                  # two $10 losses and the $10 bet now up
+
+
+def test_applier_takes_state_new_shooter_once_and_controller_player_format():
+    from settlement.ledger import Session
+    from settlement.profile import load_profile
+    from settlement.service import EnvelopeApplier, LineBettor
+
+    sess = Session(load_profile("ny-5324"))
+    players = [{"name": "q", "bankroll_cents": 100000,
+                "bets": [{"bet": "dont-pass", "amount_cents": 1000, "odds_multiple": 1}]}]
+    lines: list[str] = []
+    ap = EnvelopeApplier(sess, LineBettor(players), lines.append)
+    ap.bet()
+    assert [(w.player, w.kind, w.amount) for w in sess.table.wagers] == [("q", "dont_pass", 1000)]
+    ap.apply({"seq": 1, "topic": "roll", "body": body(2, 3, shooter=1, point=5)})
+    assert any(w.kind == "odds" and w.amount == 1000 for w in sess.table.wagers)   # laid 1x
+    st = {"seq": 2, "topic": "state", "body": {"event": "new-shooter", "cause": "voluntary",
+                                                "game": {"shooter": 2}}}
+    ap.apply(st)
+    ap.apply(st)                                                                    # replayed: once
+    assert sess.table.state.shooter == 2 and sess.table.state.point == 5
+    assert ap.apply({"seq": 3, "topic": "roll", "body": body(4, 3, shooter=2)}) == 1   # no extra change
+    assert sess.table.state.shooter == 3
+    assert sum(1 for x in lines if x.startswith("shooter change")) == 1
+    assert any("q odds dont_pass 5 stake $10.00 wins $6.66" in x for x in lines)   # 2:3, rounded down
