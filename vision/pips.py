@@ -57,14 +57,17 @@ class FaceRead:
     reason: str = ""
 
 
-def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip], float, np.ndarray, np.ndarray]:
+def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip], float, np.ndarray, np.ndarray, list[Pip]]:
     """Find pip blobs in a die region.
 
-    A pip is a compact blob that differs from its immediate surround: the difference of
-    two Gaussian blurs (pip scale minus surround scale) of each Lab channel is computed,
-    its magnitude thresholded (Otsu with a floor) inside the region, and blobs are kept by
-    size, compactness, and sign agreement with the strongest blob (all pips of a face are
-    the same colour).
+    A pip is a compact blob that differs from its immediate surround. The difference of
+    two Gaussian blurs (pip scale minus surround scale; a band-pass "blob" filter) of each
+    Lab channel gives a colour vector per pixel; its local maxima of magnitude are the
+    candidate pip centres. Each candidate's extent is the connected set around it whose
+    response, projected on the candidate's own colour vector, is at least half the peak;
+    candidates too small, too large or elongated (streaks, edges) are dropped. All pips of
+    a face are of one colour on one face colour, so the kept pips are those whose response
+    vector is close to that of the strongest candidate.
 
     Args:
         lab: uint8 ``(h, w, 3)`` Lab crop around the die.
@@ -72,12 +75,18 @@ def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip]
         side: approximate die side in pixels.
 
     Returns:
-        (pips, threshold, contrast, inside): pip blobs in crop pixels, the contrast
-        threshold used, the uint8 contrast map and the boolean region it was taken in.
+        (pips, threshold, contrast, inside, similar): pip blobs in crop pixels, the
+        contrast floor used, the uint8 map of contrast in the pips' polarity, the boolean
+        region it was taken in, and the other compact blobs of the pips' polarity (a
+        weaker pip, or a pip on a side face).
+
+    Source: Lindeberg, "Feature detection with automatic scale selection", IJCV 1998
+    (difference-of-Gaussian blob detection).
     """
     sel = cv2.erode(mask, np.ones((3, 3), np.uint8)) > 0
+    empty = np.zeros(mask.shape, np.uint8)
     if sel.sum() < 16:
-        return [], 0.0, np.zeros(mask.shape, np.uint8), sel
+        return [], 0.0, empty, sel, []
     r = max(1.0, 0.09 * side)
     f = lab.astype(np.float32)
     # Paint the table around the die in the face colour, so the die's outline does not
@@ -88,42 +97,83 @@ def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip]
     g2 = cv2.GaussianBlur(f, (0, 0), 1.6 * r)
     dog = g1 - g2
     mag = np.sqrt((dog * dog).sum(axis=2))
-    d = np.minimum(mag * 2.0, 255).astype(np.uint8)
-    # Pips of one face have similar contrast: threshold at a share of the strongest.
-    peak = float(np.percentile(d[sel], 99.5))
-    thr = max(0.45 * peak, MIN_PIP_CONTRAST)
-    bw = ((d > thr) & sel).astype(np.uint8)
-    n, labels, stats, cents = cv2.connectedComponentsWithStats(bw, connectivity=8)
+    k = max(3, int(round(1.6 * r)) | 1)
+    dil = cv2.dilate(mag, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
+    floor = MIN_PIP_CONTRAST / 2.0
+    pk = (mag >= dil) & sel & (mag > floor)
+    ys, xs = np.nonzero(pk)
+    order = np.argsort(-mag[ys, xs])[:40]
     amin = max(3.0, (0.06 * side) ** 2)
     amax = (0.40 * side) ** 2
-    cand = []
-    for i in range(1, n):
-        x, y, w, h, a = stats[i]
+    R = int(np.ceil(2.2 * r)) + 1
+    hh, ww = mag.shape
+    cand: list[tuple[Pip, np.ndarray]] = []
+    for o in order:
+        y, x = int(ys[o]), int(xs[o])
+        if any(abs(p.x - x) <= r and abs(p.y - y) <= r for p, _ in cand):
+            continue
+        m = float(mag[y, x])
+        v = dog[y, x]
+        y0, y1, x0, x1 = max(0, y - R), min(hh, y + R + 1), max(0, x - R), min(ww, x + R + 1)
+        proj = dog[y0:y1, x0:x1] @ (v / m)
+        bw = (proj >= 0.5 * m).astype(np.uint8)
+        n, labels, stats, cents = cv2.connectedComponentsWithStats(bw, connectivity=8)
+        li = labels[y - y0, x - x0]
+        if li == 0:
+            continue
+        bx, by, bw_, bh, a = stats[li]
         if a < amin or a > amax:
             continue
-        if max(w, h) > 2.2 * min(w, h):
-            continue
-        if a < 0.40 * w * h:
-            continue
-        sub = labels[y:y + h, x:x + w] == i
-        mo = cv2.moments(sub.astype(np.uint8), binaryImage=True)
+        if bx == 0 or by == 0 or bx + bw_ == x1 - x0 or by + bh == y1 - y0:
+            continue  # runs out of the window: a streak or an edge, not a pip
+        mo = cv2.moments((labels == li).astype(np.uint8), binaryImage=True)
         mu20, mu02, mu11 = mo["mu20"], mo["mu02"], mo["mu11"]
         root = np.sqrt(max(0.0, ((mu20 - mu02) / 2) ** 2 + mu11 * mu11))
         lam1 = (mu20 + mu02) / 2 + root
         lam2 = (mu20 + mu02) / 2 - root
         elong = float(np.sqrt(max(lam1, 1e-6) / max(lam2, 1e-6))) if a >= 3 else 1.0
-        vec = dog[y:y + h, x:x + w][sub].mean(axis=0)
-        contrast = float(d[y:y + h, x:x + w][sub].mean())
-        cand.append((Pip(float(cents[i][0]), float(cents[i][1]), float(a), elong, contrast), vec))
+        if elong > 2.2:
+            continue
+        cx, cy = cents[li]
+        cand.append((Pip(float(x0 + cx), float(y0 + cy), float(a), elong, 2.0 * m), v))
     if not cand:
-        return [], thr, d, sel
-    ref = max(cand, key=lambda c: c[0].contrast * c[0].area)[1]
+        return [], MIN_PIP_CONTRAST, empty, sel, []
+    ref = cand[0][1]
     refn = ref / (np.linalg.norm(ref) + 1e-6)
-    pips = [p for p, v in cand if float(np.dot(v, refn)) > 0.6 * float(np.linalg.norm(v))]
+    pips, similar = [], []
+    for p, v in cand:
+        if float(np.linalg.norm(v - ref)) < 0.5 * float(np.linalg.norm(ref)):
+            pips.append(p)
+        elif float(np.dot(v, refn)) > 0.7 * float(np.linalg.norm(v)):
+            similar.append(p)
     # Contrast in the pips' own polarity (the halo a blur leaves around a pip is of the
     # opposite sign and so does not count).
     proj = np.clip((dog @ refn.astype(np.float32)) * 2.0, 0, 255).astype(np.uint8)
-    return pips, thr, proj, sel
+    return pips, MIN_PIP_CONTRAST, proj, sel, similar
+
+
+def _best_subset(pips: list[Pip]) -> tuple[list[Pip], LayoutFit | None]:
+    """The largest subset (of 3 or more pips, dropping at most 3) that spells a face."""
+    from itertools import combinations
+
+    n = len(pips)
+    for m in range(min(n - 1, 6), max(2, n - 4), -1):
+        best = None
+        for idx in combinations(range(n), m):
+            sub = [pips[i] for i in idx]
+            fit = fit_layout(np.array([[p.x, p.y] for p in sub]))
+            if fit is None or fit.error > MAX_LAYOUT_ERROR:
+                continue
+            # The dropped pips must lie off this face (on a side face), beyond its corners.
+            reach = 1.9 * fit.pitch
+            if any(np.hypot(pips[i].x - fit.centre[0], pips[i].y - fit.centre[1]) <= reach
+                   for i in range(n) if i not in idx):
+                continue
+            if best is None or fit.error < best[1].error:
+                best = (sub, fit)
+        if best is not None:
+            return best
+    return pips, None
 
 
 def stray_blobs(d: np.ndarray, sel: np.ndarray, pips: list[Pip], level: float, centre: tuple[float, float], reach: float, min_area: float) -> int:
@@ -160,7 +210,7 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
     if m["m00"] <= 0:
         return FaceRead(None, 0.0, (0.0, 0.0), reason="empty region")
     rc = (m["m10"] / m["m00"], m["m01"] / m["m00"])
-    pips, thr, dmap, sel = find_pips(lab, mask, side)
+    pips, thr, dmap, sel, similar = find_pips(lab, mask, side)
     pips = [p for p in pips if p.elongation < 2.0]
     if not pips:
         return FaceRead(None, 0.1, rc, reason="no pips")
@@ -172,12 +222,21 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
         if len(grp) > len(best) or (len(grp) == len(best) and sum(q.area for q in grp) > sum(q.area for q in best)):
             best = grp
     dropped = len(pips) - len(best)
+    similar = similar + [p for p in pips if p not in best]
     pips = best
     n = len(pips)
+    fit = fit_layout(np.array([[p.x, p.y] for p in pips])) if n <= 6 else None
+    if (fit is None or fit.error > MAX_LAYOUT_ERROR) and 4 <= n <= 9:
+        # Pips of a side face seen obliquely may have joined the upper face's: keep the
+        # largest subset that spells a face; the dropped ones must lie off that face
+        # (checked below with the other blobs).
+        sub, sfit = _best_subset(pips)
+        if sfit is not None:
+            similar = similar + [p for p in pips if p not in sub]
+            pips, fit, n = sub, sfit, len(sub)
+            dropped += 1
     if n > 6:
         return FaceRead(None, 0.1, rc, pips, reason=f"{n} pips")
-    pts = np.array([[p.x, p.y] for p in pips])
-    fit = fit_layout(pts)
     if fit is None:
         return FaceRead(None, 0.1, rc, pips, reason="degenerate layout")
     cx, cy = fit.centre
@@ -201,6 +260,9 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
     amin = max(2.0, 0.25 * min(p.area for p in pips))
     if stray_blobs(dmap, sel, pips, max(0.35 * cmin, 0.6 * MIN_PIP_CONTRAST), (cx, cy), reach, amin):
         return FaceRead(None, 0.2, rc, pips, fit, reason="stray blob on face")
+    for q in similar:
+        if q.contrast >= 0.3 * cmin and np.hypot(q.x - cx, q.y - cy) <= reach:
+            return FaceRead(None, 0.2, rc, pips, fit, reason="unread pip-like blob on face")
     if fit.error > MAX_LAYOUT_ERROR:
         return FaceRead(None, 0.2, rc, pips, fit, reason=f"layout error {fit.error:.2f}")
     conf = 1.0 - 0.5 * fit.error / MAX_LAYOUT_ERROR

@@ -75,10 +75,18 @@ def _split(mask: np.ndarray, k: int) -> list[np.ndarray]:
     return parts
 
 
-def _reading(pm: np.ndarray, fr: FaceRead, x0: int, y0: int) -> DieReading:
+def _reading(pm: np.ndarray, fr: FaceRead, x0: int, y0: int, side: float) -> DieReading:
     cnts, _ = cv2.findContours(pm, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     cnt = max(cnts, key=cv2.contourArea)
     bx, by, bw, bh = cv2.boundingRect(cnt)
+    if fr.value is not None and bw * bh > 2.5 * side * side:
+        # A region holding more than this die (dice touching, not split): box the die
+        # read, a die's side around its face centre, inside the region.
+        cx, cy = fr.centre
+        h = 0.6 * side
+        nx0, ny0 = max(bx, int(cx - h)), max(by, int(cy - h))
+        nx1, ny1 = min(bx + bw, int(np.ceil(cx + h))), min(by + bh, int(np.ceil(cy + h)))
+        bx, by, bw, bh = nx0, ny0, max(1, nx1 - nx0), max(1, ny1 - ny0)
     rect = cv2.minAreaRect(cnt)
     rw, rh = rect[1]
     outline_aspect = max(rw, rh) / max(1e-6, min(rw, rh))
@@ -151,7 +159,7 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> li
         crop = lab[y0:y1, x0:x1]
         k = int(round(r.area / die_area))
         reads = [(rmask, fr)]
-        if fr.value is None and r.area > 1.4 * die_area:
+        if r.area > 1.4 * die_area:
             split = []
             necks = _split_necks(rmask, side)
             by_neck = len(necks) >= 2
@@ -164,18 +172,19 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> li
                         # there prove nothing.
                         f = FaceRead(None, 0.2, f.centre, f.pips, f.fit, reason="1 or 2 on a cut part")
                     split.append((pm, f))
-            if any(f.value is not None for _, f in split):
+            n_split = sum(f.value is not None for _, f in split)
+            if n_split > int(fr.value is not None):
                 reads = split
         for pm, f in reads:
             if f.value is None and cv2.countNonZero(pm) > 2.5 * die_area:
                 continue
-            out.append((pm, f, x0, y0))
+            out.append((pm, f, x0, y0, side))
     # All dice on a table are the same size: a read whose pip pitch (or, for a 1, whose
     # size) disagrees with the others is a part of a die or two dice, not a die.
-    pitches = [f.fit.pitch for _, f, _, _ in out if f.value is not None and f.value >= 3]
+    pitches = [f.fit.pitch for _, f, _, _, _ in out if f.value is not None and f.value >= 3]
     ref_pitch = float(np.median(pitches)) if len(pitches) >= 2 else None
     readings = []
-    for pm, f, x0, y0 in out:
+    for pm, f, x0, y0, _s in out:
         if f.value is not None and ref_pitch is not None:
             if f.value >= 2 and not (0.6 <= f.fit.pitch / ref_pitch <= 1.6):
                 f = FaceRead(None, 0.2, f.centre, f.pips, f.fit, reason="pitch unlike the other dice")
@@ -183,7 +192,7 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> li
                 ps = np.sqrt(cv2.countNonZero(pm))
                 if not (0.6 <= ps / side <= 1.6):
                     f = FaceRead(None, 0.2, f.centre, f.pips, f.fit, reason="size unlike the other dice")
-        readings.append(_reading(pm, f, x0, y0))
+        readings.append(_reading(pm, f, x0, y0, side))
     out = readings
     out.sort(key=lambda d: (round(d.centre[1] / max(side, 1.0)), d.centre[0]))
     return out
