@@ -168,6 +168,7 @@ class CameraConfig(_Strict):
         blur_sigma: Gaussian optical blur, pixels (0..5).
         motion_blur: sub-frame samples averaged for moving dice (1 = none, up to 8).
         die_colour: ``"red"`` (translucent casino die, white pips) or ``"white"`` (black pips).
+        layout_lines: draw the layout's off-white lines on the felt.
     """
 
     width: int = Field(1280, ge=64, le=7680)
@@ -181,5 +182,6 @@ class CameraConfig(_Strict):
     brightness: float = Field(1.0, ge=0.2, le=2.0)
     noise_sigma: float = Field(2.0, ge=0.0, le=40.0)
     blur_sigma: float = Field(0.6, ge=0.0, le=5.0)
-    motion_blur: int = Field(3, ge=1, le=8)
+    motion_blur: int = Field(2, ge=1, le=8)
     die_colour: str = Field("red", pattern="^(red|white)$")
+    layout_lines: bool = True

@@ -150,7 +150,7 @@ class Renderer:
         self._build_die_model()
         self.background, self.table_mask = self._draw_background()
         self._noise = self._noise_bank(6)
-        self._noise_i = 0
+        self._noisy = [cv2.subtract(cv2.add(self.background, pos), neg) for pos, neg in self._noise] or [self.background]
 
     # ---- static scene --------------------------------------------------------------------
     def _poly(self, img, pts_mm, colour) -> None:
@@ -209,11 +209,11 @@ class Renderer:
         img[fmask > 0] = felt_img[fmask > 0]
         # layout lines (pass line band, come box, field) in thin off-white
         lc = self._lit(LINE)
-        for y in (g.bank_depth + 20, g.bank_depth + 60, W - 2 * g.cup_radius - 50):
+        for y in () if not c.layout_lines else (g.bank_depth + 20, g.bank_depth + 60, W - 2 * g.cup_radius - 50):
             p = self.cam.project(np.array([[60.0, y, 0], [L - 120.0, y, 0]]))
             cv2.line(img, tuple(np.round(p[0] * 16).astype(int)), tuple(np.round(p[1] * 16).astype(int)),
                      lc, 2, cv2.LINE_AA, _SHIFT)
-        for x in (60.0, L * 0.35, L * 0.65, L - 120.0):
+        for x in () if not c.layout_lines else (60.0, L * 0.35, L * 0.65, L - 120.0):
             p = self.cam.project(np.array([[x, g.bank_depth + 20, 0], [x, W - 2 * g.cup_radius - 50, 0]]))
             cv2.line(img, tuple(np.round(p[0] * 16).astype(int)), tuple(np.round(p[1] * 16).astype(int)),
                      lc, 2, cv2.LINE_AA, _SHIFT)
@@ -342,12 +342,13 @@ class Renderer:
         shadow = corners - t[:, None] * self.light
         shadow[:, 2] = zs
         hull = cv2.convexHull(self.cam.project(shadow).astype(np.float32)).reshape(-1, 2)
-        sh = np.zeros(canvas.shape[:2], np.uint8)
-        cv2.fillPoly(sh, [_fix(hull, scale, origin)], 255, cv2.LINE_AA, _SHIFT)
-        k = int(scale * 3) | 1
-        sh = cv2.GaussianBlur(sh, (k, k), 0)
+        h1, w1 = canvas.shape[0] // _SS, canvas.shape[1] // _SS
+        sh = np.zeros((h1, w1), np.uint8)           # drawn and blurred at image scale (soft anyway)
+        cv2.fillPoly(sh, [_fix(hull, scale / _SS, origin)], 255, cv2.LINE_AA, _SHIFT)
+        sh = cv2.resize(cv2.GaussianBlur(sh, (3, 3), 0), (canvas.shape[1], canvas.shape[0]),
+                        interpolation=cv2.INTER_LINEAR)
         height = max(0.0, centre[2] - a / 2 - zs)
-        strength = 0.45 * math.exp(-height / 60.0)
+        strength = 0.22 * math.exp(-height / 60.0)   # diffuse casino lighting: faint shadows
         dark = cv2.multiply(canvas, cv2.merge([sh, sh, sh]), scale=strength / 255.0)
         cv2.subtract(canvas, dark, dst=canvas)
         # all face, glow and pip points at once
@@ -403,7 +404,8 @@ class Renderer:
         Returns:
             uint8 ``(H, W, 3)`` BGR image.
         """
-        img = self.background.copy()
+        k_noise = frame_index % len(self._noisy)
+        img = self._noisy[k_noise].copy()
         order = sorted(range(len(dice)), key=lambda i: dice[i][-1].pos_mm[2])   # lower die first
         for i in order:
             poses = dice[i]
@@ -413,7 +415,7 @@ class Renderer:
             if win is None:
                 continue
             x0, y0, x1, y1 = win
-            crop = img[y0:y1, x0:x1]
+            crop = self.background[y0:y1, x0:x1]     # noiseless, so noise is not resampled
             big = cv2.resize(crop, ((x1 - x0) * _SS, (y1 - y0) * _SS), interpolation=cv2.INTER_LINEAR)
             acc = None
             for p in poses:
@@ -423,15 +425,14 @@ class Renderer:
             out = cv2.resize((acc / len(poses)).astype(np.uint8), (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
             if self.c.blur_sigma > 0:
                 out = cv2.GaussianBlur(out, (0, 0), self.c.blur_sigma)
+            if self._noise:
+                pos, neg = self._noise[(k_noise + 1 + i) % len(self._noise)]
+                out = cv2.subtract(cv2.add(out, pos[y0:y1, x0:x1]), neg[y0:y1, x0:x1])
             below = poses[-1].pos_mm[2] < -self.g.die_size   # off the table: hidden by it
             if below:
                 keep = self.table_mask[y0:y1, x0:x1] > 0
-                out[keep] = crop[keep]
+                out[keep] = img[y0:y1, x0:x1][keep]
             img[y0:y1, x0:x1] = out
-        if self._noise:
-            pos, neg = self._noise[frame_index % len(self._noise)]
-            cv2.add(img, pos, dst=img)
-            cv2.subtract(img, neg, dst=img)
         return img
 
     def die_centre_px(self, pose: DicePose) -> tuple[float, float]:
