@@ -50,11 +50,13 @@ class EventQueue:
 class WallStrikeLog:
     """Times of the last ``maxlen`` far-wall strikes, in seconds on the caller's clock.
 
+    A strike is recorded at :attr:`LinkEvent.event_time`: the MCU's stamp (taken within 1 ms of
+    the sensor edge) on the host clock, so a strike delivered late (retransmitted, or held through
+    a link outage) still falls inside the throw it belongs to.
+
     ``clock``: the clock to record on (default ``time.monotonic``, the clock of live camera
-    frames).  With another clock (say the frame clock of a replay), a strike is recorded as
-    ``clock()`` at delivery minus the time it waited since the link received it, so the delay of
-    the dispatch thread does not shift it.  The MCU stamps the strike within 1 ms of the sensor
-    edge; the host receives it a frame time plus an ACK round trip later (about 1-2 ms on USB).
+    frames).  With another clock (say the frame clock of a replay) a strike is recorded as
+    ``clock()`` at delivery minus the time since the strike (``time.monotonic() - event_time``).
     """
 
     def __init__(self, link: FirmwareLink | None = None, maxlen: int = 256,
@@ -67,9 +69,9 @@ class WallStrikeLog:
 
     def __call__(self, event: LinkEvent) -> None:
         if event.input is InputId.FAR_WALL_STRIKE:
-            t = event.host_time
+            t = event.event_time or event.host_time
             if self._clock is not None:
-                t = self._clock() - (time.monotonic() - event.host_time)
+                t = self._clock() - (time.monotonic() - t)
             with self._lock:
                 self._times.append(t)
 

@@ -24,6 +24,7 @@ Example::
 """
 from __future__ import annotations
 
+import collections
 import enum
 import logging
 import os
@@ -101,8 +102,16 @@ class LinkStatus:
 
 @dataclass(frozen=True)
 class LinkEvent:
-    """An input event from the MCU, delivered once.  ``host_time`` is ``time.monotonic()``
-    seconds at receipt; ``mcu_time_ms`` the MCU's uptime in ms when the input changed."""
+    """An input event from the MCU, delivered once.
+
+    ``event_time``: when the input changed, in ``time.monotonic()`` seconds, from the MCU's own
+    stamp ``mcu_time_ms`` mapped through the clock offset the link measures on every heartbeat
+    exchange (within about 1 ms, the MCU's stamp resolution, plus half the best recent round
+    trip, itself well under 1 ms on USB), so an
+    event delivered late (retransmitted, or queued through a link outage) still carries the time
+    it happened; it equals ``host_time`` until the first heartbeat answer.  ``host_time``:
+    ``time.monotonic()`` at receipt.
+    """
 
     input: InputId
     value: int
@@ -111,6 +120,7 @@ class LinkEvent:
     host_time: float
     seq: int
     boot_id: int
+    event_time: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -229,6 +239,8 @@ class FirmwareLink:
         self._hello_attempts = 0
         self._hello_due = 0.0
         self._hb_due = 0.0
+        self._hb_sent = 0.0
+        self._sync: collections.deque[tuple[float, float, int]] = collections.deque(maxlen=16)
         self._last_rx = 0.0
         self._last_nak = -1.0
         self._backoff = config.reconnect_initial_s
@@ -329,6 +341,19 @@ class FirmwareLink:
         """A copy of the counters."""
         with self._lock:
             return LinkStats(**vars(self._stats))
+
+    def mcu_to_host_time(self, mcu_time_ms: int, default: float | None = None) -> float | None:
+        """Host ``time.monotonic()`` seconds of MCU uptime ``mcu_time_ms`` (u32 ms, wrapping),
+        from the heartbeat exchange with the smallest round trip among the last 16; ``default``
+        before any exchange (or after an MCU restart)."""
+        with self._lock:
+            if not self._sync:
+                return default
+            _, host_mid, mcu_ms = min(self._sync)
+        delta = (mcu_time_ms - mcu_ms) & 0xFFFFFFFF
+        if delta >= 0x80000000:
+            delta -= 0x100000000
+        return host_mid + delta / 1000.0
 
     def wait_up(self, timeout: float) -> bool:
         """Block until the link is UP or ``timeout`` seconds pass.  Returns ``self.up``."""
@@ -555,6 +580,7 @@ class FirmwareLink:
                 return
             if now >= self._hb_due:
                 self._hb_due = now + self.config.heartbeat_period_s
+                self._hb_sent = now
                 self._send(Heartbeat(int((now - self._t0) * 1000) & 0xFFFFFFFF, self.session_id, 0))
 
     def _send(self, message: Message, seq: int = 0) -> None:
@@ -616,7 +642,8 @@ class FirmwareLink:
                 return
             self._last_event_seq = item.seq
             if isinstance(msg, InputEvent):
-                ev = LinkEvent(msg.input, msg.value, msg.detail, msg.time_ms, now, item.seq, self._boot_id or 0)
+                ev = LinkEvent(msg.input, msg.value, msg.detail, msg.time_ms, now, item.seq, self._boot_id or 0,
+                               self.mcu_to_host_time(msg.time_ms, default=now))
                 for fn in list(self._event_listeners):
                     self._dispatch_q.put((fn, ev))
             else:
@@ -643,6 +670,7 @@ class FirmwareLink:
         if self._boot_id is not None and v.boot_id != self._boot_id:
             log.warning("firmware link: MCU restarted (boot id %08X -> %08X)", self._boot_id, v.boot_id)
             self._last_event_seq = None
+            self._sync.clear()
         self._boot_id = v.boot_id
         self._mcu = v
         self._mcu_flags = v.status
@@ -663,6 +691,11 @@ class FirmwareLink:
         if hb.flags & McuStatus.NO_SESSION:
             self._rehandshake("MCU has no session")
             return
+        now = time.monotonic()
+        rtt = now - self._hb_sent
+        if self._hb_sent and 0 <= rtt < self.config.heartbeat_period_s:
+            # (round trip, host time at the middle of it, MCU time): the MCU answers at once
+            self._sync.append((rtt, (self._hb_sent + now) / 2, hb.time_ms))
         if hb.flags != self._mcu_flags:
             self._mcu_flags = hb.flags
             self._publish_status()

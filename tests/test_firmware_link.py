@@ -165,8 +165,9 @@ def test_input_events_arrive_once_each_in_order(rig):
     got = [(e.input, e.value, e.detail) for e in events.items]
     assert got == [(InputId.FAR_WALL_STRIKE, 1, z) for z in range(5)] + [
         (InputId.SHOOTER_BUTTON, 1, 0), (InputId.SHOOTER_BUTTON, 0, 0), (InputId.DOOR, 1, 0), (InputId.TILT, 1, 0)]
-    assert len(log.strikes_between(t0, time.monotonic())) == 5
-    assert log.struck_between(t0, time.monotonic()) and not log.struck_between(0, t0 - 1)
+    # event times come from the MCU's millisecond stamps: within a few ms of the real instant
+    assert len(log.strikes_between(t0 - 0.005, time.monotonic())) == 5
+    assert log.struck_between(t0 - 0.005, time.monotonic()) and not log.struck_between(0, t0 - 1)
     assert [q.get(0.5).value, q.get(0.5).value, q.get(0.01)] == [1, 0, None]
 
 
@@ -175,11 +176,29 @@ def test_wall_strike_log_on_another_clock():
     frame_clock = [1000.0]
     log = WallStrikeLog(clock=lambda: frame_clock[0])
     now = time.monotonic()
-    log(LinkEvent(InputId.FAR_WALL_STRIKE, 1, 0, 5, now - 0.25, 1, 7))   # received 0.25 s ago
-    log(LinkEvent(InputId.DOOR, 1, 0, 6, now, 2, 7))                     # not a strike
+    log(LinkEvent(InputId.FAR_WALL_STRIKE, 1, 0, 5, now, 1, 7, now - 0.25))   # happened 0.25 s ago
+    log(LinkEvent(InputId.DOOR, 1, 0, 6, now, 2, 7, now))                     # not a strike
     (t,) = log.times()
     assert 999.74 < t < 999.76
     assert log.struck_between(999.7, 999.8) and not log.struck_between(999.8, 1000.0)
+
+
+def test_event_time_is_when_the_input_changed_even_if_delivered_late(rig):
+    mcu, link, events, *_ = rig
+    time.sleep(0.35)                       # a few heartbeat exchanges to measure the clock offset
+    t0 = time.monotonic()
+    mcu.strike_far_wall(1)
+    assert events.wait_for(lambda e: len(e) >= 1)
+    prompt = events.items[0]
+    assert t0 - 0.005 <= prompt.event_time <= prompt.host_time + 0.005
+    # now a strike while the cable is unplugged: delivered after the reconnect, about 0.4 s late
+    mcu.disconnect(0.4)
+    t1 = time.monotonic()
+    mcu.strike_far_wall(2)
+    assert events.wait_for(lambda e: len(e) >= 2, 5.0)
+    late = events.items[1]
+    assert late.detail == 2 and late.host_time - t1 >= 0.35
+    assert abs(late.event_time - t1) < 0.02, (late.event_time - t1)
 
 
 def test_events_survive_corruption_without_duplicates(mcu):
