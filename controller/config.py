@@ -89,8 +89,9 @@ class VisionSection(_Section):
             where they were, with the same faces, are "not moved" (no new throw).
         read_crop: read the dice only inside the table area's bounding box (5 % margin): faster
             when the camera sees more than the table; a die beyond it is not seen (it counts as
-            off the table). Set false when zone detectors must see dice on the rails or in the
-            chip bank outside the table area.
+            off the table). Only with a reader validated on such crops (the reader's background
+            model depends on the image); zone detectors that must see dice on the rails or in
+            the chip bank outside the table area need it off.
     """
 
     table_area: list[tuple[float, float]] = Field(default_factory=list)
@@ -103,7 +104,7 @@ class VisionSection(_Section):
     min_confidence: float = Field(0.8, ge=0, le=1)
     min_presence: float = Field(0.3, ge=0, le=1)
     same_die_tolerance_px: float = Field(12.0, gt=0)
-    read_crop: bool = True
+    read_crop: bool = False
 
     @field_validator("motion_width")
     @classmethod

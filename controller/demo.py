@@ -141,7 +141,7 @@ class LineBetSubscriber:
             if s.base:
                 what = f"odds on {s.base}" + (f" {s.number}" if s.number else "")
             won = s.payout - s.vig if s.result == "win" else (-s.stake if s.result == "lose" else 0)
-            self.on_line(f"  settled  {s.player:<6} {what:<18} {s.result:<5} stake {cents(s.stake):>8}  "
+            self.on_line(f"  settled  {s.player:<6} {what:<20} {s.result:<5} stake {cents(s.stake):>8}  "
                          f"{('+' if won >= 0 else '') + cents(won):>9}   bankroll {cents(self.bankroll[s.player])}")
         self._put_up_odds()
 
@@ -199,7 +199,9 @@ def _demo_source(cfg: TableConfig, args, tmp: Path):
         SimSource = None
     if SimSource is not None:
         seed = cfg.camera.sim_seed if args.seed is None else args.seed
-        return SimSource(cfg.camera.sim_scenario, seed=seed, throws=args.rolls + 5), \
+        # 960x540 at 30 fps: a die is ~13 px, which the reader reads, and the demo stays quick
+        return SimSource(cfg.camera.sim_scenario, seed=seed, width=960, height=540, fps=30,
+                         throws=args.rolls + 5, idle_s=0.4, rest_s=0.6), \
             f"simulated table ({cfg.camera.sim_scenario}, seed {seed})"
     from camera.replay import ReplaySource
 

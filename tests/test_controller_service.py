@@ -156,7 +156,8 @@ def test_die_outside_table_area(tmp_path):
     assert [r["zone"] for r in bodies[0]["readings"]] == ["playing", "outside"]
     service.close()
     # reading only the table area, the die beyond it is not seen at all
-    service = make_service(tmp_path / "crop", pub, table_area=[[0, 0], [250, 0], [250, 240], [0, 240]])
+    service = make_service(tmp_path / "crop", pub, table_area=[[0, 0], [250, 0], [250, 240], [0, 240]],
+                           read_crop=True)
     bodies, _ = run_throws(service, [[(3, 100, 100), (4, 290, 120)]])
     assert bodies[0]["verdict"] == "no-roll" and bodies[0]["reason"] == "die-off-table"
     service.close()
@@ -500,7 +501,8 @@ def test_read_crop_and_cleared_table_without_reading(tmp_path):
         return fake_reader(image)
 
     pub = ListPublisher()
-    service = make_service(tmp_path, pub, table_area=[[50, 50], [260, 50], [260, 200], [50, 200]])
+    service = make_service(tmp_path, pub, table_area=[[50, 50], [260, 50], [260, 200], [50, 200]],
+                           read_crop=True)
     service.reader = counting_reader
     bodies, _ = run_throws(service, [[(3, 100, 100), (4, 200, 120)], [(6, 100, 100), (6, 200, 120)]])
     assert [b["dice"] for b in bodies] == [[3, 4], [6, 6]]
