@@ -18,6 +18,9 @@ What is detected, and from what (9 NYCRR 5324.52):
   a die not flat within ``leaning_ratio`` x side of the other die (it rests on it); one die
   region of more than ``merged_area_ratio`` x the die's area (the lower die mostly hidden: a
   hidden die with no value is added so that the verdict sees two dice);
+* a die the motion track saw come to rest inside the table but the reader did not find (dice
+  touching, read as one) did not leave the table: a hidden die with no value is added, so the
+  face is in dispute (boxperson) instead of a wrong "die off table";
 * a die at rest in the chip bank (k)(2)(iii), in the dice cup or on a rail (k)(2)(iv): the zone
   of its centre in table mm; on the rail the die's top is ``wall_height`` above the felt, so its
   centre is corrected for parallax with the height estimated from its apparent size (camera
@@ -101,7 +104,8 @@ class Tolerances:
         on_die_ratio: two dice centres closer than this: one is on the other (two dice on the
             felt are at least one side apart).
         leaning_ratio: a die not flat with its centre this close to the other die rests on it.
-        merged_area_ratio: a lone die region larger than this x the die's area holds two dice.
+        merged_area_ratio: a lone die region larger than this x the die's area holds two dice
+            (a reader's region of one die takes in its sides and shadow: up to ~1.9 areas).
         support_margin: a die centre within a stack's radius + this: its bottom rests on it.
         contact_margin: within a stack's radius + this: it touches the stack.
         lean_min_height: a stack lower than this cannot be leaned against sideways (the die
@@ -112,7 +116,7 @@ class Tolerances:
 
     on_die_ratio: float = 0.8
     leaning_ratio: float = 1.15
-    merged_area_ratio: float = 1.45
+    merged_area_ratio: float = 2.6
     support_margin: float = 0.35
     contact_margin: float = 0.9
     lean_min_height: float = 0.6
@@ -247,6 +251,35 @@ def _track_points(t: Sequence[tuple[float, float, float]]) -> list[tuple[float, 
     return pts
 
 
+def _settled_on_table(track, geo: "_Geometry", tol: "Tolerances") -> list[tuple[float, float]]:
+    """End points (mm) of the tracks whose die came to rest inside the playing area.
+
+    A track "settled" when its last three points, at the end of the throw (within 0.25 s of
+    the last point of any track), moved less than half a die side, and its last point lies at
+    least one side inside the playing area. A die flying off the table leaves the view fast and
+    does not settle.
+    """
+    if not track:
+        return []
+    playing = geo.zones.get("playing")
+    if playing is None:
+        return []
+    from camera.calibration import point_in_polygon
+
+    tracks = [list(t) for t in track if len(t) >= 3]
+    if not tracks:
+        return []
+    t_end = max(t[-1][0] for t in tracks)
+    out = []
+    for t in tracks:
+        (_, x0, y0), (_, x2, y2) = t[-3], t[-1]
+        if t_end - t[-1][0] > 0.25 or math.hypot(x2 - x0, y2 - y0) > 0.5 * geo.size:
+            continue
+        if point_in_polygon(playing, (x2, y2)) and _dist_to_boundary(playing, (x2, y2)) >= geo.size:
+            out.append((float(x2), float(y2)))
+    return out
+
+
 def _far_wall_from_sensor(strikes: Sequence[float] | None, window: tuple[float, float] | None,
                           gap_s: float) -> bool | None:
     if strikes is None:
@@ -356,6 +389,26 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         known = sorted(r.side_px for r in dice if r.side_px > 0)
         return known[0] if len(known) >= 2 else None
 
+    # --- a die the track saw settle on the table but the reader did not find --------------------
+    settled = _settled_on_table(track, geo, tol) if geo is not None else []
+    if len(settled) > len(dice):
+        seen_at = [p for p in positions if p is not None]
+
+        def clearance(q: tuple[float, float]) -> float:
+            return min((math.hypot(q[0] - a[0], q[1] - a[1]) for a in seen_at), default=math.inf)
+
+        # the track ends farthest from the dice that were read are the ones not read
+        for x, y in sorted(settled, key=clearance, reverse=True)[: len(settled) - len(dice)]:
+            c = geo.cal.to_px([[x, y]])[0]
+            s_px = geo.expected_side_px((x, y)) or 10.0
+            box = (int(c[0] - s_px / 2), int(c[1] - s_px / 2), int(c[0] + s_px / 2), int(c[1] + s_px / 2))
+            dice.append(DieReading(value=None, bbox=box, centre=(float(c[0]), float(c[1])), confidence=0.0,
+                                   flat=True, side_px=0.0, extra={"hidden": True, "from": "track"}))
+            positions.append((x, y))
+            zones.append(ZONE_PLAYING)
+            notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm that the reader did not find: "
+                         "it did not leave the table; its face is in dispute, (h)(1)(ii)")
+
     in_play = [i for i, z in enumerate(zones) if z == ZONE_PLAYING]
     on_die = [False] * len(dice)
     sides_resting = [0] * len(dice)
@@ -365,6 +418,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     # --- one die on top of the other, 5324.52(k)(1) -------------------------------------------
     for a_i, a in enumerate(in_play):
         for b in in_play[a_i + 1:]:
+            if dice[a].extra.get("from") == "track" or dice[b].extra.get("from") == "track":
+                continue  # a track's end is a blob centroid, too rough to say one die is on another
             s = side_of(a)
             pa, pb = where(a), where(b)
             d = math.hypot(pa[0] - pb[0], pa[1] - pb[1])

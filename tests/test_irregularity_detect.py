@@ -94,8 +94,8 @@ def test_die_on_die():
 
 
 def test_die_on_die_with_lower_die_hidden():
-    """One region of 1.6 die areas: the lower die is under the upper one."""
-    readings = [die(600, 200, 3, side=SIDE * 1.3)]
+    """One region of 2.9 die areas: the lower die is under the upper one."""
+    readings = [die(600, 200, 3, side=SIDE * 1.7)]
     assert verdict(readings) == ("no-roll", "die-on-die", None)
     # house practice reads a die on a die, but the hidden die cannot be read: a person decides
     assert verdict(readings, "house-practice") == ("boxperson", "face-unreadable", None)
@@ -207,3 +207,17 @@ def test_die_on_rail_from_calibrated_zone_heights():
     v, obs = judge([die(600, 200, 3), r], calibration=cal, profile=load_profile("ny-5324"))
     assert (v.kind, v.reason) == ("no-roll", Reason.DIE_ON_RAIL)
     assert obs.positions_mm[1] == pytest.approx((700.0, 585.0), abs=0.5)
+
+
+def test_die_the_track_saw_settle_is_not_off_table():
+    """Two dice touching read as one: the track saw both settle on the felt, so neither left the
+    table; the unread die is in dispute. A die whose track flew out fast did leave."""
+    dt = 1 / 60
+    wall = [(-0.2, 1080.0, 300.0)]  # both struck the far wall first
+    settle_a = wall + [(k * dt, 500.0 + 3 * max(0, 10 - k), 300.0) for k in range(12)]
+    settle_b = wall + [(k * dt, 520.0 + 3 * max(0, 10 - k), 300.0) for k in range(12)]
+    flying = wall + [(k * dt, 500.0 - 80 * k, 300.0) for k in range(7)]
+    one = [die(510, 300, 4)]
+    assert verdict(one, track=[settle_a, settle_b]) == ("boxperson", "face-unreadable", None)
+    assert verdict(one, track=[settle_a, flying]) == ("no-roll", "die-off-table", None)
+    assert verdict([], track=[settle_a, settle_b]) == ("boxperson", "face-unreadable", None)
