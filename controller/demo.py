@@ -5,9 +5,9 @@ and the bus runs on ``ipc://`` sockets in it, so nothing is configured and nothi
 behind. The frame source is the simulated table (``simulator.source.SimSource``) when this build
 has it, else a replay of dice photos (``tests/data/dice`` or ``../shared/data/dice-photos``).
 
-The settlement side is ``settlement.service.run_settlement_service`` when this build has it,
-else :class:`LineBetSubscriber`: a subscriber on the real bus that settles the standing line
-bets of the configured test players (``[settlement.players]``) with the settlement engine.
+The settlement side is ``craps-table settle-service``'s logic (``settlement.service``) in a
+thread, on the real bus: it settles the standing line bets of the configured test players
+(``[settlement.players]``) in a SQLite ledger.
 
 Output: one line per verdict (from the table) and one line per settled wager (from settlement),
 in bus order; the demo waits for settlement to apply each roll before the next is printed.
@@ -57,40 +57,35 @@ def roll_line(body: dict) -> str:
     return f"{label:<9} {head}  {body['reason']} ({body.get('citation') or ''})"
 
 
-class LineBetSubscriber:
-    """A settlement subscriber for the demo: settles the test players' line bets as rolls arrive.
-
-    Before each roll it puts up each player's standing bets that are not on the layout: pass and
-    don't pass on a come-out roll, come and don't come on a point roll, and odds (taken or laid,
-    ``odds_multiple`` x the flat bet) behind a line bet with a point, as the settlement engine
-    allows. Money is integer cents. Rejected wagers are printed with the rule they break.
+class SettlementThread:
+    """The settlement subscriber of the demo, in a thread: ``craps-table settle-service``'s
+    logic (``settlement.service``: ledger session, line-bet strategy, envelope applier) on the
+    real bus, with the last applied sequence number exposed so the demo can print each roll's
+    settlements right under it.
 
     Args:
         bus_cfg: the bus configuration (same as the table's).
-        state_path: the subscriber's SQLite state file.
-        players: the test players.
         profile: the settlement profile name.
-        on_line: where settled-wager lines go.
+        players: the test players (``[settlement.players]``).
+        directory: where the ledger and the subscriber state go.
+        on_line: where settlement lines go.
     """
 
-    def __init__(self, bus_cfg, state_path: Path, players: list[TestPlayer], profile: str,
+    def __init__(self, bus_cfg, profile: str, players, directory: Path,
                  on_line: Callable[[str], None] = say) -> None:
-        from settlement.engine import Table
-        from settlement.profile import load_profile
-
-        self.bus_cfg, self.state_path = bus_cfg, state_path
-        self.players = players
-        self.table = Table(load_profile(profile))
-        self.bankroll = {p.name: p.bankroll_cents for p in players}
+        self.bus_cfg, self.profile, self.players = bus_cfg, profile, players
+        self.ledger_path = Path(directory) / "ledger.sqlite"
         self.on_line = on_line
         self.applied_seq = 0
-        self.settled = 0
+        self.settled_rolls = 0
+        self.wagers = 0
+        self.balances: dict[str, int] = {}
+        self.error: BaseException | None = None
         self._stop = threading.Event()
         self._ready = threading.Event()
-        self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="demo-settlement", daemon=True)
 
-    def start(self, timeout_s: float = 5.0) -> "LineBetSubscriber":
+    def start(self, timeout_s: float = 5.0) -> "SettlementThread":
         """Start the thread and wait until it is subscribed."""
         self.thread.start()
         self._ready.wait(timeout_s)
@@ -99,93 +94,44 @@ class LineBetSubscriber:
     def stop(self) -> None:
         """Stop and join the thread."""
         self._stop.set()
-        self.thread.join(timeout=5)
+        self.thread.join(timeout=10)
+
+    def _line(self, text: str) -> None:
+        if text.startswith("settle "):
+            self.wagers += 1
+        self.on_line("  " + text)
 
     def _run(self) -> None:
         from bus.subscriber import RollSubscriber
+        from settlement.ledger import Session
+        from settlement.profile import load_profile
+        from settlement.service import EnvelopeApplier, LineBettor, normalize_players
 
+        sub = sess = None
         try:
-            sub = RollSubscriber(self.bus_cfg, self.state_path)
-        except BaseException as exc:  # noqa: BLE001 - reported by the demo
-            self.error = exc
+            players = normalize_players(self.players)
+            sess = Session(load_profile(self.profile), self.ledger_path)
+            sub = RollSubscriber(self.bus_cfg, Path(str(self.ledger_path) + ".bus"), resume_after=sess.last_bus_seq)
+            applier = EnvelopeApplier(sess, LineBettor(players), self._line)
             self._ready.set()
-            return
-        self._ready.set()
-        try:
+            applier.bet()
             while not self._stop.is_set():
                 env = sub.receive(timeout_s=0.2)
                 if env is None:
                     continue
-                self.apply(env)
-                sub.ack(env["seq"])
+                self.settled_rolls += applier.apply(env)
+                sub.ack(env["seq"])  # after the ledger commit
                 self.applied_seq = env["seq"]
-        except BaseException as exc:  # noqa: BLE001
+            self.balances = {p["name"]: sess.balance(p["name"]) for p in players}
+        except BaseException as exc:  # noqa: BLE001 - reported by the demo
             self.error = exc
             log.exception("demo settlement subscriber failed")
         finally:
-            sub.close()
-
-    def apply(self, env: dict) -> None:
-        """Apply one envelope: a roll settles wagers; a new shooter is passed to the engine."""
-        body = env.get("body") or {}
-        if env.get("topic") == "state" and body.get("event") == "new-shooter":
-            self.table.shooter_change(body.get("cause", "voluntary"))
-            return
-        if env.get("topic") != "roll" or body.get("verdict") != "roll":
-            return
-        self._put_up_bets(come_out=self.table.state.point is None)
-        for s in self.table.roll(tuple(body["dice"]), seq=env["seq"]):
-            self.bankroll[s.player] += s.returned
-            self.settled += 1
-            what = s.kind + (f" {s.number}" if s.number is not None and s.kind not in ("pass", "dont_pass") else "")
-            if s.base:
-                what = f"odds on {s.base}" + (f" {s.number}" if s.number else "")
-            won = s.payout - s.vig if s.result == "win" else (-s.stake if s.result == "lose" else 0)
-            self.on_line(f"  settled  {s.player:<6} {what:<20} {s.result:<5} stake {cents(s.stake):>8}  "
-                         f"{('+' if won >= 0 else '') + cents(won):>9}   bankroll {cents(self.bankroll[s.player])}")
-        self._put_up_odds()
-
-    def _place(self, req: dict) -> None:
-        from settlement.engine import Rejected
-
-        if self.bankroll[req["player"]] < req["amount"]:
-            return
-        try:
-            self.table.place(req)
-        except Rejected as exc:
-            self.on_line(f"  rejected {req['player']:<6} {req['bet']}: {exc}")
-            return
-        self.bankroll[req["player"]] -= req["amount"]
-
-    def _put_up_bets(self, come_out: bool) -> None:
-        for p in self.players:
-            for bet in p.bets:
-                kind = bet.bet.replace("-", "_")
-                if come_out != (kind in ("pass", "dont_pass")):
-                    continue
-                on_layout = [w for w in self.table.of_player(p.name) if w.kind == kind and w.number is None]
-                if not on_layout:
-                    self._place({"player": p.name, "bet": kind, "amount": bet.amount_cents})
-
-    def _put_up_odds(self) -> None:
-        for p in self.players:
-            for bet in p.bets:
-                kind = bet.bet.replace("-", "_")
-                if not bet.odds_multiple:
-                    continue
-                mine = self.table.of_player(p.name)
-                for w in mine:
-                    if w.kind != kind:
-                        continue
-                    number = self.table.state.point if kind in ("pass", "dont_pass") else w.number
-                    if number is None:
-                        continue
-                    has = any(o.kind == "odds" and o.base == kind and (o.number == number) for o in mine)
-                    if not has:
-                        req = {"player": p.name, "bet": "odds", "base": kind, "amount": bet.amount_cents * bet.odds_multiple}
-                        if kind in ("come", "dont_come"):
-                            req["number"] = number
-                        self._place(req)
+            self._ready.set()
+            if sub is not None:
+                sub.close()
+            if sess is not None:
+                sess.close()
 
 
 def _demo_source(cfg: TableConfig, args, tmp: Path):
@@ -232,6 +178,7 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"craps-table demo: {exc}", file=sys.stderr)
         return 2
     players = base.settlement.players or [TestPlayer(name="alice", bets=[{"bet": "pass", "amount_cents": 1000}])]
+    players = [p.model_dump() for p in players]
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="craps-demo-") as tmpdir:
         tmp = Path(tmpdir)
@@ -247,9 +194,9 @@ def run_demo(args: argparse.Namespace) -> int:
             print(f"craps-table demo: {exc}", file=sys.stderr)
             return 1
         say(f"craps-table demo: table {cfg.table.id}, {what}; {args.rolls} verdicts; "
-            f"players {', '.join(p.name for p in players)} ({cfg.settlement.profile})")
+            f"players {', '.join(p['name'] for p in players)} ({cfg.settlement.profile})")
         publisher = RollPublisher(bus_cfg, cfg.table.id)
-        settlement = LineBetSubscriber(bus_cfg, tmp / "settlement.sqlite", players, cfg.settlement.profile).start()
+        settlement = SettlementThread(bus_cfg, cfg.settlement.profile, players, tmp).start()
 
         def on_message(topic: str, body: dict, env: dict) -> None:
             if topic != "roll":
@@ -277,9 +224,9 @@ def run_demo(args: argparse.Namespace) -> int:
         lat = sorted(stats.latencies_s)
         med = lat[len(lat) // 2] * 1000 if lat else float("nan")
         say(f"done: {stats.total_verdicts} verdicts ({stats.verdicts['roll']} rolls, {stats.verdicts['no-roll']} "
-            f"no rolls, {stats.verdicts['boxperson']} boxperson calls), {settlement.settled} wagers settled, "
+            f"no rolls, {stats.verdicts['boxperson']} boxperson calls), {settlement.wagers} wagers settled, "
             f"{stats.frames} frames in {time.monotonic() - started:.1f} s; rest-to-published median {med:.1f} ms")
-        say("bankrolls: " + ", ".join(f"{n} {cents(c)}" for n, c in settlement.bankroll.items()))
+        say("balances: " + ", ".join(f"{n} {cents(c)}" for n, c in settlement.balances.items()))
         if stats.total_verdicts < args.rolls:
             print(f"craps-table demo: the source ended after {stats.total_verdicts} of {args.rolls} verdicts",
                   file=sys.stderr)

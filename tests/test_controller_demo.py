@@ -7,37 +7,50 @@ from pathlib import Path
 
 import pytest
 
-from controller.config import TestPlayer
-from controller.demo import LineBetSubscriber, cents, roll_line
+from controller.demo import SettlementThread, cents, roll_line
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def roll_env(seq, dice, come_out=True, verdict="roll"):
-    return {"seq": seq, "topic": "roll", "table_id": "table-1",
-            "body": {"roll_id": f"table-1-{seq:08d}", "verdict": verdict, "dice": list(dice),
-                     "total": sum(dice), "reason": None,
-                     "game": {"shooter": 1, "shooter_roll": seq, "come_out": come_out, "point": None,
-                              "puck": "OFF", "outcome": None}}}
+def test_settlement_thread_settles_published_rolls(tmp_path):
+    """Rolls from the table service reach the settlement subscriber over the real bus and the
+    test players' line bets are settled in cents."""
+    import sys
+    import time
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_controller_service import make_service, run_throws
 
-def test_line_bets_settle_in_cents():
+    from bus.config import BusConfig
+    from bus.publisher import RollPublisher
+
+    bus_cfg = BusConfig.local(tmp_path / "bus", transport="tcp", table_id="t-test")
     lines = []
-    players = [TestPlayer(name="alice", bankroll_cents=10_000,
-                          bets=[{"bet": "pass", "amount_cents": 1000, "odds_multiple": 2}]),
-               TestPlayer(name="bob", bankroll_cents=10_000, bets=[{"bet": "dont-pass", "amount_cents": 500}])]
-    sub = LineBetSubscriber(None, Path("/nonexistent"), players, "ny-5324", on_line=lines.append)
-    sub.apply(roll_env(1, (3, 4)))  # natural: pass wins 1:1, don't pass loses
-    assert sub.bankroll == {"alice": 11_000, "bob": 9_500}
-    sub.apply(roll_env(2, (2, 2)))  # point 4: alice takes 2x odds ($20)
-    assert sub.bankroll == {"alice": 10_000 - 2_000, "bob": 9_500 - 500}
-    sub.apply(roll_env(3, (1, 3), come_out=False))  # point made: pass 1:1, odds 2:1 (5324.52(e)(4)(i))
-    assert sub.bankroll["alice"] == 8_000 + 1_000 + 1_000 + 2_000 + 4_000
-    assert sub.bankroll["bob"] == 9_000
-    assert sub.settled == 5
-    assert any("odds on pass 4" in ln and "win" in ln and "+$40.00" in ln for ln in lines)
-    sub.apply(roll_env(4, (6, 6), verdict="no-roll"))  # no roll: nothing happens
-    assert sub.settled == 5
+    players = [{"name": "alice", "bets": [{"bet": "pass", "amount_cents": 1000, "odds_multiple": 2}]},
+               {"name": "bob", "bets": [{"bet": "dont-pass", "amount_cents": 600}]}]
+    pub = RollPublisher(bus_cfg, "t-test")
+    settlement = SettlementThread(bus_cfg, "ny-5324", players, tmp_path, on_line=lines.append).start()
+    try:
+        service = make_service(tmp_path, pub)
+        # natural 7; point 4; point made
+        run_throws(service, [[(3, 100, 100), (4, 200, 120)], [(2, 100, 100), (2, 200, 120)],
+                             [(1, 100, 100), (3, 200, 120)]])
+        last = service.store.verdicts()[-1]["roll_id"]
+        service.close()
+        deadline = time.monotonic() + 10
+        while settlement.settled_rolls < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        settlement.stop()
+        pub.close()
+    assert settlement.error is None and settlement.settled_rolls == 3 and last == "t-test-00000003"
+    settled = [ln for ln in lines if ln.startswith("  settle ")]
+    # roll 1: pass wins 1:1, don't pass loses; roll 3: pass and its 2x odds on 4 (2:1) win
+    assert any("alice pass stake $10.00 wins $10.00" in ln for ln in settled), lines
+    assert any("bob dont_pass stake $6.00 loses" in ln for ln in settled), lines
+    assert any("alice odds pass 4 stake $20.00 wins $40.00" in ln for ln in settled), lines
+    # balances count the stakes on the layout: a new $10 pass and a new $6 don't pass are up
+    assert settlement.balances == {"alice": 1000 + 1000 + 4000 - 1000, "bob": -600 - 600 - 600}
 
 
 def test_lines():
