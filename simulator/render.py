@@ -132,12 +132,15 @@ class Renderer:
         geometry: the table.
         config: the camera (size, lighting, noise, blur).
         seed: seeds the felt texture and the sensor noise.
+        noise_from: reuse this renderer's sensor-noise patterns (same camera config), which
+            saves making them again for a table that differs only by a chip stack.
 
     Raises:
         ValueError: if ``config.light_dir`` is the zero vector.
     """
 
-    def __init__(self, geometry: TableGeometry, config: CameraConfig | None = None, seed: int = 0) -> None:
+    def __init__(self, geometry: TableGeometry, config: CameraConfig | None = None, seed: int = 0,
+                 noise_from: "Renderer | None" = None) -> None:
         self.g = geometry
         self.c = config or CameraConfig()
         self.cam = Camera(geometry, self.c)
@@ -149,7 +152,8 @@ class Renderer:
         self.die_body, self.pip_colour = DIE_COLOURS[self.c.die_colour]
         self._build_die_model()
         self.background, self.table_mask = self._draw_background()
-        self._noise = self._noise_bank(6)
+        same = noise_from is not None and noise_from.c == self.c
+        self._noise = noise_from._noise if same else self._noise_bank(6)
         self._noisy = [cv2.subtract(cv2.add(self.background, pos), neg) for pos, neg in self._noise] or [self.background]
 
     # ---- static scene --------------------------------------------------------------------

@@ -13,6 +13,8 @@ Every :class:`camera.base.Frame` carries ``truth``::
 
     {"throw": int, "phase": "idle" | "motion" | "rest", "t": float, "scenario": str,
      "seed": int,                       # the seed of this throw (SimSource seed + throw)
+     "stacks": [{"x_mm", "y_mm", "radius_mm", "height_mm"}],   # chip stacks the scenario
+                                        # added for this throw (beyond SimSource.chip_stacks)
      "dice": [                          # empty while idle
         {"value": 1..6,                 # face most nearly up
          "tilt_deg": float,             # of that face from level
@@ -38,10 +40,15 @@ import numpy as np
 
 from camera.base import Frame
 
-from .geometry import CameraConfig, TableGeometry
+from .geometry import CHIP_DIAMETER_MM, CameraConfig, TableGeometry
 from .physics import TableSim
 from .render import DicePose, Renderer
 from .scenarios import DEFAULT_TIMEOUT_S, SCENARIOS, irregularities, plan_throw
+
+
+def _stacks_json(stacks) -> list[dict]:
+    r = CHIP_DIAMETER_MM / 2
+    return [{"x_mm": s.x, "y_mm": s.y, "radius_mm": r, "height_mm": round(s.height, 3)} for s in stacks]
 
 
 class SimSource:
@@ -105,13 +112,30 @@ class SimSource:
         """Expected side of a die lying on the felt, in pixels (for ``read_dice``)."""
         return self.geometry.die_size / self._base.cam.mm_per_px
 
+    @property
+    def camera_height_mm(self) -> float:
+        """Height of the camera above the felt, mm (for parallax of raised dice)."""
+        return float(self.camera_config.height_mm)
+
+    @property
+    def chip_stacks(self) -> list[dict]:
+        """The chip stacks on the layout of the base table: ``[{"x_mm", "y_mm", "radius_mm",
+        "height_mm"}]``. Scenario stacks added for one throw are in that throw's truth
+        (``truth["stacks"]``)."""
+        return _stacks_json(self.geometry.stacks)
+
     def _renderer(self, g: TableGeometry) -> Renderer:
         if g not in self._renderers:
-            self._renderers[g] = Renderer(g, self.camera_config, seed=self.seed)
+            if len(self._renderers) >= 3:       # base table + the latest scenario tables only
+                del self._renderers[next(k for k in self._renderers if k != self.geometry)]
+            base = self._renderers.get(self.geometry)
+            self._renderers[g] = Renderer(g, self.camera_config, seed=self.seed, noise_from=base)
         return self._renderers[g]
 
     def _sim(self, g: TableGeometry) -> TableSim:
         if g not in self._sims:
+            if len(self._sims) >= 3:
+                del self._sims[next(k for k in self._sims if k != self.geometry)]
             self._sims[g] = TableSim(g)
         return self._sims[g]
 
@@ -142,9 +166,11 @@ class SimSource:
                 t_table += dt
                 return f
 
+            extra_stacks = _stacks_json(plan.geometry.stacks[len(self.geometry.stacks):])
+
             def base_truth(phase):
                 return {"throw": k, "phase": phase, "t": round(t_table, 6), "scenario": self.scenario,
-                        "seed": plan.seed, "dice": []}
+                        "seed": plan.seed, "dice": [], "stacks": extra_stacks}
 
             for _ in range(int(round(self.idle_s * fps))):
                 if self._closed:
