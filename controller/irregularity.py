@@ -33,7 +33,9 @@ What is detected, and from what (9 NYCRR 5324.52):
   than one side: void (``sides_resting`` > 1). Its bottom on a chip stack: the face opposite it
   is the face seen uppermost, which counts. Leaning sideways on an object, or no object found:
   the counted face is one the camera cannot see, so which face is uppermost is in dispute and
-  the reading's value is withdrawn (``face-unreadable``: boxperson, (h)(1)(ii)). With the
+  the reading's value is withdrawn (``face-unreadable``: boxperson, (h)(1)(ii)). No object
+  within reach at all: nothing can hold a die cocked, so the reader's "not flat" is taken for
+  its error and the die is read flat (``Tolerances.open_felt_is_flat``). With the
   profile option ``cocked = "as-read"`` (house practice) the face seen uppermost counts;
 * a dispute as to which face is uppermost, (h)(1)(ii): a value the reader is not sure of (left
   to the verdict's ``min_confidence``).
@@ -112,6 +114,9 @@ class Tolerances:
             rests on its top edge instead).
         wall_contact: a die centre within this of the playing area's edge touches the rail.
         strike_gap_s: wall-sensor strikes closer than this are one strike (seconds).
+        open_felt_is_flat: a die the reader calls not flat with no object within reach (no
+            chip stack, rail, chip bank or other die) lies flat: nothing can hold it cocked.
+            ``False``: its face is in dispute (for tables where objects are not known).
     """
 
     on_die_ratio: float = 0.8
@@ -122,6 +127,7 @@ class Tolerances:
     lean_min_height: float = 0.6
     wall_contact: float = 0.75
     strike_gap_s: float = 0.005
+    open_felt_is_flat: bool = True
 
 
 @dataclass(frozen=True)
@@ -469,6 +475,12 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             sides_resting[i] = n_sides
             notes.append(f"cocked die {r.value}: {n_sides} sides rest on objects ({', '.join(support + lean)}): "
                          "void, (h)(1)(i)")
+            continue
+        if n_sides == 0 and tol.open_felt_is_flat:
+            # nothing within reach to rest on: a die at rest on open felt lies flat; the reader's
+            # "not flat" is its own error (a die cannot rest cocked on nothing)
+            values[i] = replace(r, flat=True, extra={**r.extra, "flat_overridden": True})
+            notes.append(f"die {r.value} read as not flat but rests on open felt, no object within reach: flat")
             continue
         if cocked_as_read:
             notes.append(f"cocked die read as seen: {r.value} (house practice)")

@@ -116,9 +116,13 @@ def test_cocked_leaning_on_a_tall_stack_is_a_dispute():
     assert verdict(readings, "house-practice") == ("roll", None, (5, 2))
 
 
-def test_cocked_with_no_object_is_a_dispute():
+def test_not_flat_on_open_felt_is_read_flat_unless_told_otherwise():
     readings = [die(600, 300, 2), die(800, 300, 5, flat=False)]
-    assert verdict(readings) == ("boxperson", "face-unreadable", None)
+    assert verdict(readings) == ("roll", None, (2, 5))
+    assert verdict(readings, "nj-13-47") == ("roll", None, (2, 5))
+    v, _ = judge(readings, calibration=CAL, profile=load_profile("ny-5324"),
+                 tolerances=Tolerances(open_felt_is_flat=False))
+    assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE)
 
 
 def test_cocked_on_chips_and_against_the_rail_is_void():
