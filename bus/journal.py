@@ -1,7 +1,7 @@
 """The table's durable journal of bus messages (SQLite, WAL, ``synchronous=FULL``).
 
 Every message is appended here, under its sequence number, and committed to disk before it is
-sent; the replay endpoint serves from here; subscribers' acknowledgements are recorded here.
+sent; the replay endpoint serves from here.
 Sequence numbers rise across restarts and are never reused, even after pruning (the last one
 is kept in ``meta``).
 
@@ -9,7 +9,9 @@ Schema::
 
     meta(key TEXT PRIMARY KEY, value TEXT)          -- journal_id, last_seq
     messages(seq INTEGER PRIMARY KEY, topic TEXT, ts TEXT, envelope BLOB)
-    acks(subscriber TEXT PRIMARY KEY, seq INTEGER, ts TEXT)
+
+Acknowledgements live in a separate file, ``<journal>.acks`` (:class:`AckStore`), so that
+recording them never takes the journal's write lock while a message is being appended.
 """
 from __future__ import annotations
 
@@ -22,7 +24,6 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS messages(seq INTEGER PRIMARY KEY, topic TEXT NOT NULL,
                                     ts TEXT NOT NULL, envelope BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS acks(subscriber TEXT PRIMARY KEY, seq INTEGER NOT NULL, ts TEXT NOT NULL);
 """
 
 
@@ -54,10 +55,6 @@ class Journal:
     Args:
         path: SQLite file; created with its parent directory if missing.
         readonly: open for reading only (tests, tools).
-        durable: commit with ``synchronous=FULL`` (fsync at every commit; messages). The
-            replay thread's connection records acknowledgements with ``durable=False``
-            (``synchronous=NORMAL``: survives a process crash; an ack lost to a power cut only
-            means the table keeps a message longer), so acks never hold up a publish.
         autocheckpoint: let commits on this connection checkpoint the WAL into the database
             (SQLite's default, every 1000 pages). The publisher turns it off on its writing
             connection and calls :meth:`checkpoint` from its background thread, so no publish
@@ -66,9 +63,9 @@ class Journal:
         JournalError: unreadable or foreign file.
     """
 
-    def __init__(self, path: Path, *, readonly: bool = False, durable: bool = True, autocheckpoint: bool = True):
+    def __init__(self, path: Path, *, readonly: bool = False, autocheckpoint: bool = True):
         self.path = Path(path)
-        self._conn = _connect(self.path, readonly=readonly, synchronous="FULL" if durable else "NORMAL")
+        self._conn = _connect(self.path, readonly=readonly)
         if not autocheckpoint:
             self._conn.execute("PRAGMA wal_autocheckpoint=0")
         try:
@@ -125,9 +122,53 @@ class Journal:
                                   (int(seq), int(limit))).fetchall()
         return [(int(s), bytes(w)) for s, w in rows]
 
-    def record_ack(self, subscriber: str, seq: int, ts: str) -> int:
-        """Record that ``subscriber`` has durably applied everything up to ``seq`` (cumulative;
-        a lower ack than the one held is ignored). Returns the ack now held."""
+    def prune(self, upto: int) -> int:
+        """Delete messages with seq <= ``upto``. Returns how many were deleted. The caller
+        decides that they are acknowledged; ``last_seq`` is unchanged."""
+        cur = self._conn.execute("DELETE FROM messages WHERE seq<=?", (int(upto),))
+        return cur.rowcount
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database without blocking writers (``wal_checkpoint(PASSIVE)``)."""
+        self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        try:
+            self._conn.close()
+        except sqlite3.Error:
+            pass
+
+
+def acks_path(journal_path: Path) -> Path:
+    """The acknowledgement store beside a journal: ``<journal>.acks``."""
+    p = Path(journal_path)
+    return p.with_name(p.name + ".acks")
+
+
+class AckStore:
+    """Subscribers' cumulative acknowledgements: ``acks(subscriber TEXT PRIMARY KEY, seq, ts)``
+    in its own SQLite file (WAL, ``synchronous=NORMAL``: survives a process crash; an ack lost
+    to a power cut only makes the table keep messages longer). The subscriber is named by its
+    CURVE public key (Z85) as the ZAP handler authenticated it.
+
+    Raises:
+        JournalError: unusable file.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._conn = _connect(self.path, synchronous="NORMAL")
+        try:
+            self._conn.execute("CREATE TABLE IF NOT EXISTS acks(subscriber TEXT PRIMARY KEY, "
+                               "seq INTEGER NOT NULL, ts TEXT NOT NULL)")
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise JournalError(f"{self.path}: not an ack store: {exc}") from exc
+
+    def record(self, subscriber: str, seq: int, ts: str) -> int:
+        """Record that ``subscriber`` has durably applied everything up to ``seq`` (a lower ack
+        than the one held is ignored). Returns the ack now held."""
         c = self._conn
         c.execute("BEGIN IMMEDIATE")
         try:
@@ -141,18 +182,8 @@ class Journal:
         return held
 
     def acks(self) -> dict[str, int]:
-        """``{subscriber: acknowledged seq}`` (subscriber = its CURVE public key, Z85)."""
+        """``{subscriber: acknowledged seq}``."""
         return {s: int(q) for s, q in self._conn.execute("SELECT subscriber, seq FROM acks")}
-
-    def prune(self, upto: int) -> int:
-        """Delete messages with seq <= ``upto``. Returns how many were deleted. The caller
-        decides that they are acknowledged; ``last_seq`` is unchanged."""
-        cur = self._conn.execute("DELETE FROM messages WHERE seq<=?", (int(upto),))
-        return cur.rowcount
-
-    def checkpoint(self) -> None:
-        """Copy the WAL into the database without blocking writers (``wal_checkpoint(PASSIVE)``)."""
-        self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -27,7 +27,7 @@ from zmq.auth.thread import ThreadAuthenticator
 
 from bus import envelope as envmod
 from bus.config import BusConfig
-from bus.journal import Journal
+from bus.journal import AckStore, Journal, acks_path
 from bus.keys import BusKeyError, key_files, load_curve_secret, load_signing_key
 
 log = logging.getLogger("bus.publisher")
@@ -131,6 +131,7 @@ class RollPublisher:
         self._pub_lock = threading.Lock()
         self._last_send = 0.0
         self._last_checkpoint = 0.0
+        self._prune_due = False
         self._stop = threading.Event()
         self._auto_hb = auto_heartbeat
         self._thread = threading.Thread(target=self._serve, name="bus-replay", daemon=True)
@@ -221,8 +222,11 @@ class RollPublisher:
 
     def acks(self) -> dict[str, int]:
         """Acknowledged sequence number per subscriber (its CURVE public key, Z85)."""
-        with self._pub_lock:
-            return self._journal.acks()
+        store = AckStore(acks_path(self.cfg.journal_path))
+        try:
+            return store.acks()
+        finally:
+            store.close()
 
     def close(self) -> None:
         """Stop the background thread, close sockets and the journal (idempotent). Messages
@@ -272,14 +276,15 @@ class RollPublisher:
 
     def _serve(self) -> None:
         """Background thread: replay requests, acks, heartbeats, XPUB subscription events."""
-        journal = Journal(self.cfg.journal_path, durable=False)  # reads replays, records acks
+        journal = Journal(self.cfg.journal_path)  # reads replays (and prunes, if asked)
+        acks = AckStore(acks_path(self.cfg.journal_path))
         poller = zmq.Poller()
         poller.register(self._router, zmq.POLLIN)
         poller.register(self._xpub, zmq.POLLIN)
         try:
             while not self._stop.is_set():
                 try:
-                    self._serve_once(journal, poller)
+                    self._serve_once(journal, acks, poller)
                 except Exception as exc:  # logged; the loop goes on serving replays
                     if self._stop.is_set():
                         break
@@ -288,8 +293,9 @@ class RollPublisher:
                     time.sleep(0.05)
         finally:
             journal.close()
+            acks.close()
 
-    def _serve_once(self, journal: Journal, poller: zmq.Poller) -> None:
+    def _serve_once(self, journal: Journal, acks: AckStore, poller: zmq.Poller) -> None:
         hb = self.cfg.heartbeat_s
         wait = 0.05
         if self._auto_hb:
@@ -301,7 +307,7 @@ class RollPublisher:
                     frames = self._router.recv_multipart(zmq.NOBLOCK, copy=False)
                 except zmq.Again:
                     break
-                self._handle_request(journal, frames)
+                self._handle_request(journal, acks, frames)
         if self._xpub in events:
             with self._send_lock:
                 for _ in range(100):
@@ -316,8 +322,11 @@ class RollPublisher:
         if time.monotonic() - self._last_checkpoint >= 1.0:
             journal.checkpoint()
             self._last_checkpoint = time.monotonic()
+            if self.cfg.prune_acked and self._prune_due:
+                self._prune(journal, acks)
+                self._prune_due = False
 
-    def _handle_request(self, journal: Journal, frames: list) -> None:
+    def _handle_request(self, journal: Journal, acks: AckStore, frames: list) -> None:
         ident = frames[0].bytes
         subscriber = frames[0].get("User-Id") if len(frames) > 1 else "?"
         parts = [f.bytes for f in frames[1:]]
@@ -345,10 +354,9 @@ class RollPublisher:
                     raise ValueError("ack for another journal")
                 if seq > journal.last_seq:
                     raise ValueError(f"ack {seq} beyond the last sequence number {journal.last_seq}")
-                journal.record_ack(subscriber, seq, envmod.utc_now_iso())
+                acks.record(subscriber, seq, envmod.utc_now_iso())
                 self.stats["acks"] += 1
-                if self.cfg.prune_acked:
-                    self._prune(journal)
+                self._prune_due = True
             else:
                 raise ValueError(f"unknown request {parts[0][:16]!r}")
         except (ValueError, UnicodeDecodeError, sqlite3.Error) as exc:
@@ -360,8 +368,9 @@ class RollPublisher:
         except zmq.ZMQError as exc:  # peer vanished (ROUTER_MANDATORY) or its queue is full
             log.info("bus: cannot reply to subscriber %s: %s", subscriber, exc)
 
-    def _prune(self, journal: Journal) -> None:
-        """Delete messages acknowledged by every allow-listed subscriber."""
+    def _prune(self, journal: Journal, store: AckStore) -> None:
+        """Delete messages acknowledged by every allow-listed subscriber (at most once a
+        second, from the background thread)."""
         from bus.keys import load_curve_public
 
         allowed = []
@@ -370,6 +379,6 @@ class RollPublisher:
                 allowed.append(load_curve_public(p).decode("ascii"))
             except BusKeyError:
                 continue
-        acks = journal.acks()
+        acks = store.acks()
         if allowed and all(a in acks for a in allowed):
             journal.prune(min(acks[a] for a in allowed))

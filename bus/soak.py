@@ -18,6 +18,7 @@ It exits 0 once ``applied`` holds N rolls.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sqlite3
 import sys
@@ -27,8 +28,11 @@ from pathlib import Path
 from bus.config import BusConfig
 
 
-def _publish(cfg: BusConfig, count: int, rate: float | None, linger: float, warmup: float) -> int:
+def _publish(cfg: BusConfig, count: int, rate: float | None, linger: float, warmup: float,
+             stats: Path | None = None) -> int:
     from bus.publisher import RollPublisher
+
+    durations: list[int] = []
 
     with RollPublisher(cfg) as pub:
         time.sleep(warmup)
@@ -41,11 +45,15 @@ def _publish(cfg: BusConfig, count: int, rate: float | None, linger: float, warm
                 if delay > 0:
                     time.sleep(delay)
                 t_next += period
-            env = pub.publish("roll", {"roll_id": f"r{n}", "n": n, "t_ns": time.monotonic_ns()})
+            t0 = time.monotonic_ns()
+            env = pub.publish("roll", {"roll_id": f"r{n}", "n": n, "t_ns": t0})
+            durations.append(time.monotonic_ns() - t0)
             if env["seq"] != n:
                 print(f"journal seq {env['seq']} != roll {n}", file=sys.stderr)
                 return 1
             n += 1
+        if stats is not None:
+            stats.write_text(json.dumps({"publish_ns": durations, "hwm_alarms": pub.stats["hwm_alarms"]}))
         end = time.monotonic() + linger
         while time.monotonic() < end:
             time.sleep(0.05)
@@ -58,7 +66,7 @@ def open_applied(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("CREATE TABLE IF NOT EXISTS applied(seq INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
-                 "t_pub_ns INTEGER NOT NULL, t_applied_ns INTEGER NOT NULL)")
+                 "t_pub_ns INTEGER NOT NULL, t_received_ns INTEGER NOT NULL, t_applied_ns INTEGER NOT NULL)")
     conn.execute("CREATE TABLE IF NOT EXISTS violations(what TEXT NOT NULL, seq INTEGER)")
     return conn
 
@@ -74,21 +82,34 @@ def _settle(cfg: BusConfig, db: Path, state: Path, count: int, timeout_s: float,
             env = sub.receive(0.5)
             if env is None:
                 continue
-            batch = [env]  # whatever else is already here joins the same transaction
+            batch = [(env, time.monotonic_ns())]  # what else is already here joins the transaction
             while len(batch) < batch_max and (env := sub.receive(0.0)) is not None:
-                batch.append(env)
-            now = time.monotonic_ns()
+                batch.append((env, time.monotonic_ns()))
             conn.execute("BEGIN IMMEDIATE")
-            for env in batch:
+            rows = []
+            for env, t_received in batch:
                 seq = env["seq"]
                 if seq != last + 1:
                     conn.execute("INSERT INTO violations VALUES('out_of_order', ?)", (seq,))
-                try:
-                    conn.execute("INSERT INTO applied VALUES(?,?,?,?)", (seq, env["body"]["n"], env["body"]["t_ns"], now))
-                except sqlite3.IntegrityError:
-                    conn.execute("INSERT INTO violations VALUES('applied_twice', ?)", (seq,))
+                rows.append((seq, env["body"]["n"], env["body"]["t_ns"], t_received))
                 last = max(last, seq)
+            try:
+                conn.executemany("INSERT INTO applied VALUES(?,?,?,?,0)", rows)
+            except sqlite3.IntegrityError:
+                conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE")
+                for row in rows:
+                    try:
+                        conn.execute("INSERT INTO applied VALUES(?,?,?,?,0)", row)
+                    except sqlite3.IntegrityError:
+                        conn.execute("INSERT INTO violations VALUES('applied_twice', ?)", (row[0],))
             conn.execute("COMMIT")
+            # the time the rolls became durable: recorded after the commit, in a second
+            # (non-synchronous) statement that does not hold up the next roll
+            done = time.monotonic_ns()
+            conn.execute("PRAGMA synchronous=OFF")
+            conn.execute(f"UPDATE applied SET t_applied_ns=? WHERE seq BETWEEN ? AND ?", (done, rows[0][0], rows[-1][0]))
+            conn.execute("PRAGMA synchronous=FULL")
             sub.ack(last)  # cumulative
     conn.close()
     return 0 if last >= count else 1
@@ -104,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--rate", type=float, default=None)
     a.add_argument("--linger", type=float, default=3600.0)
     a.add_argument("--warmup", type=float, default=0.0, help="seconds to wait after binding before publishing")
+    a.add_argument("--stats", type=Path, default=None, help="write publish() durations (JSON) here when done")
     b = sub.add_parser("settle")
     b.add_argument("--config", type=Path, required=True)
     b.add_argument("--db", type=Path, required=True)
@@ -115,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=getattr(logging, __import__("os").environ.get("BUS_LOG", "WARNING")), format="%(asctime)s %(process)d %(name)s %(message)s")
     cfg = BusConfig.model_validate_json(args.config.read_text())
     if args.role == "publish":
-        return _publish(cfg, args.count, args.rate, args.linger, args.warmup)
+        return _publish(cfg, args.count, args.rate, args.linger, args.warmup, args.stats)
     state = args.state or args.db.with_suffix(".bus-state.sqlite")
     return _settle(cfg, args.db, state, args.count, args.timeout, max(1, args.batch))
 

@@ -106,8 +106,14 @@ def test_journal_sequence_rises_across_reopen_and_prune(tmp_path: Path):
     with pytest.raises(RuntimeError):
         j.append("roll", lambda seq, jid: (_ for _ in ()).throw(RuntimeError("boom")))
     assert j.last_seq == 4 and j.read_from(5, 10) == []
-    assert j.record_ack("sub", 4, "t") == 4 and j.record_ack("sub", 2, "t") == 4
     j.close()
+    from bus.journal import AckStore, acks_path
+
+    store = AckStore(acks_path(path))
+    assert store.path.name == "j.sqlite.acks"
+    assert store.record("sub", 4, "t") == 4 and store.record("sub", 2, "t") == 4
+    assert store.acks() == {"sub": 4}
+    store.close()
 
 
 # -- config and keys --------------------------------------------------------------------------
