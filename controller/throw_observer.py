@@ -1,0 +1,152 @@
+"""Glue between the table service and the irregularity detectors: one object per table.
+
+:class:`ThrowObserver` keeps what the detectors need across the frames of a throw (the table
+before the throw, the motion track, the far-wall sensor's strikes) and the boxperson calls, so
+that the service loop (controller/service.py) needs only a few calls:
+
+================================  ==============================================================
+service event                     call
+================================  ==============================================================
+every frame                       ``observer.on_frame(frame.t, frame.image, phase)`` (before the
+                                  lifecycle step: ``phase`` is ``lifecycle.phase``)
+lifecycle step "throw-started"    ``observer.throw_started(frame.t)``
+far-wall sensor event             ``observer.wall_strike(t)`` (any thread)
+read at rest                      ``observed = observer.observe(readings, frame.t)``;
+                                  ``decide(observed.observations, observed.facts,
+                                  policy=observer.policy, ...)``
+timed out                         ``observed = observer.observe([], frame.t, timed_out=True)``
+verdict published                 ``observer.verdict_published(roll_id, verdict, frame.image,
+                                  observed)`` (opens the boxperson call for a boxperson verdict)
+every frame / idle tick           ``for d in observer.decisions(): publish d`` (answers and
+                                  timeouts, each a :class:`controller.boxperson.Decision`)
+================================  ==============================================================
+
+All the rules are in controller/irregularity.py (9 NYCRR 5324.52(h)(1), (k)); this module only
+keeps state.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Sequence
+
+import numpy as np
+
+from controller.boxperson import CallRegistry, Decision, annotate_evidence
+from controller.irregularity import ObservedThrow, TableObject, Tolerances, observe_throw
+from controller.irregularity_profile import IrregularityProfile, load_profile
+from controller.lifecycle import IN_MOTION, WAITING
+from controller.policy import Policy
+from controller.track import ThrowTracker
+from controller.verdict import Verdict
+from vision.types import DieReading
+
+
+class ThrowObserver:
+    """Per-table state of the irregularity detectors and boxperson calls.
+
+    Args:
+        profile: the jurisdiction profile (default ``ny-5324``).
+        calibration: ``camera.calibration.Calibration`` or ``None`` (no zones, no track).
+        objects: chip stacks on the layout (table mm).
+        registry: the boxperson calls (``None``: boxperson verdicts open no call).
+        track: follow the dice in motion frames for the far-wall strike (needs a calibration).
+        wall_sensor: the rig has a far-wall strike sensor (its strikes are then evidence; without
+            one, ``wall_strike`` calls are still recorded but ignored).
+        min_presence: see ``controller.irregularity.observe_throw``.
+        tolerances: detector thresholds.
+    """
+
+    def __init__(self, profile: IrregularityProfile | None = None, *, calibration=None,
+                 objects: Sequence[TableObject] = (), registry: CallRegistry | None = None,
+                 track: bool = True, wall_sensor: bool = False, min_presence: float = 0.3,
+                 tolerances: Tolerances = Tolerances()) -> None:
+        self.profile = profile or load_profile("ny-5324")
+        self.calibration = calibration
+        self.objects = tuple(objects)
+        self.registry = registry
+        self.wall_sensor = bool(wall_sensor)
+        self.min_presence = float(min_presence)
+        self.tolerances = tolerances
+        self.tracker: ThrowTracker | None = None
+        if track and calibration is not None:
+            zones = getattr(calibration, "zones", {})
+            playing = np.asarray(zones.get("playing")) if "playing" in zones else None
+            centre = tuple(playing.mean(axis=0)) if playing is not None else (0.0, 0.0)
+            self.tracker = ThrowTracker(calibration, die_side_px=float(calibration.die_side_px(centre)))
+        self._idle: np.ndarray | None = None
+        self._t0: float | None = None
+        self._tracking = False
+        self._strikes: list[float] = []
+        self._decisions: list[Decision] = []
+        self._lock = threading.Lock()
+        if registry is not None:
+            previous = registry.on_decision
+
+            def keep(d: Decision) -> None:
+                with self._lock:
+                    self._decisions.append(d)
+                if previous is not None:
+                    previous(d)
+            registry.on_decision = keep
+
+    @property
+    def policy(self) -> Policy:
+        """The profile's policy, for ``controller.verdict.decide``."""
+        return self.profile.policy
+
+    def on_frame(self, t: float, image: np.ndarray, phase: str) -> None:
+        """Every frame, with the lifecycle phase *before* this frame's step: keeps the last idle
+        frame (the table before the throw) and feeds motion frames to the tracker."""
+        if self.tracker is None:
+            return
+        if phase == WAITING:
+            self._idle = image
+        elif phase == IN_MOTION and self._tracking:
+            self.tracker.add(t, image)
+
+    def throw_started(self, t: float) -> None:
+        """The lifecycle's "throw-started" step: a new track from the last idle frame."""
+        self._t0 = float(t)
+        with self._lock:
+            self._strikes = [s for s in self._strikes if s >= t - 0.5]
+        self._tracking = self.tracker is not None and self._idle is not None
+        if self._tracking:
+            self.tracker.set_background(self._idle)
+
+    def wall_strike(self, t: float) -> None:
+        """A far-wall strike from the sensor (seconds, the frame clock). Thread-safe."""
+        with self._lock:
+            self._strikes.append(float(t))
+
+    def observe(self, readings: Sequence[DieReading], t: float, *, timed_out: bool = False) -> ObservedThrow:
+        """The observations of the throw now at rest (or timed out) at time ``t``."""
+        with self._lock:
+            strikes = list(self._strikes) if self.wall_sensor else None
+        track = self.tracker.tracks() if self._tracking and self.tracker is not None else None
+        window = None if self._t0 is None else (self._t0 - 0.5, float(t))
+        observed = observe_throw(readings, calibration=self.calibration, profile=self.profile,
+                                 objects=self.objects, track=track, wall_strikes=strikes, window=window,
+                                 timed_out=timed_out, min_presence=self.min_presence,
+                                 tolerances=self.tolerances)
+        self._tracking = False
+        return observed
+
+    def verdict_published(self, roll_id: str, verdict: Verdict, image: np.ndarray | None,
+                          observed: ObservedThrow | None = None) -> None:
+        """After a verdict is published: a boxperson verdict opens a call with the evidence
+        frame (``image`` annotated; a blank frame when ``None``)."""
+        if verdict.kind != "boxperson" or self.registry is None:
+            return
+        notes = () if observed is None else observed.notes
+        reason = verdict.reason.value if verdict.reason is not None else "face-unreadable"
+        frame = image if image is not None else np.zeros((120, 160, 3), np.uint8)
+        png = annotate_evidence(frame, verdict.observations, title=f"{roll_id} {reason}", notes=notes)
+        self.registry.open(roll_id, reason, png, notes=notes)
+
+    def decisions(self) -> list[Decision]:
+        """Decisions taken since the last call (answers and timeouts), oldest first."""
+        if self.registry is not None:
+            self.registry.expire()
+        with self._lock:
+            out, self._decisions = self._decisions, []
+        return out

@@ -1,0 +1,94 @@
+"""ThrowObserver: idle frame -> track over motion frames -> far-wall verdict; boxperson call and
+decision flow. Synthetic frames (two red squares on green felt), 2 mm per pixel."""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from camera.calibration import Calibration
+from controller.boxperson import CallRegistry
+from controller.irregularity_profile import load_profile
+from controller.lifecycle import IN_MOTION, WAITING
+from controller.throw_observer import ThrowObserver
+from controller.verdict import decide
+from simulator.geometry import TableGeometry
+from vision.types import DieReading
+
+G = TableGeometry()
+S = 2.0  # mm per pixel; pixel (u, v) -> mm (S*u - 50, S*v - 50)
+H = np.array([[S, 0, -50.0], [0, S, -50.0], [0, 0, 1.0]])
+CAL = Calibration.from_homography(H, G.zones())
+W, HGT = int((G.length + 100) / S), int((G.width + 100) / S)
+
+
+def px(x_mm, y_mm):
+    return (x_mm + 50.0) / S, (y_mm + 50.0) / S
+
+
+def frame(dice_mm):
+    img = np.zeros((HGT, W, 3), np.uint8)
+    img[:] = (40, 110, 40)
+    for x, y in dice_mm:
+        u, v = px(x, y)
+        h = 19.05 / S / 2
+        cv2.rectangle(img, (int(u - h), int(v - h)), (int(u + h), int(v + h)), (38, 32, 178), -1)
+    return img
+
+
+def reading(x, y, value, conf=0.95):
+    u, v = px(x, y)
+    return DieReading(value=value, bbox=(int(u - 5), int(v - 5), int(u + 5), int(v + 5)), centre=(u, v),
+                      confidence=conf, flat=True, side_px=19.05 / S)
+
+
+def throw(obs: ThrowObserver, turn_x: float, end_x: float):
+    """Two dice from x=100 mm to turn_x and back to end_x, 60 frames a second."""
+    obs.on_frame(0.0, frame([]), WAITING)
+    obs.throw_started(0.02)
+    path = list(np.linspace(100, turn_x, 12)) + list(np.linspace(turn_x, end_x, 12)[1:])
+    for k, x in enumerate(path):
+        obs.on_frame(0.02 + k / 60, frame([(x, 200.0), (x - 30, 330.0)]), IN_MOTION)
+    return obs.observe([reading(end_x, 200, 3), reading(end_x - 30, 330, 5)], 1.0)
+
+
+def test_track_decides_the_far_wall():
+    obs = ThrowObserver(load_profile("ny-5324"), calibration=CAL)
+    good = throw(obs, G.length - 12, 600)
+    v = decide(good.observations, good.facts, policy=obs.policy)
+    assert good.facts.struck_far_wall is True and (v.kind, v.dice) == ("roll", (5, 3))
+    short = throw(obs, 800, 600)
+    v = decide(short.observations, short.facts, policy=obs.policy)
+    assert short.facts.struck_far_wall is False and (v.kind, v.reason.value) == ("no-roll", "far-wall-missed")
+    nj = ThrowObserver(load_profile("nj-13-47"), calibration=CAL)
+    short = throw(nj, 800, 600)
+    assert decide(short.observations, short.facts, policy=nj.policy).kind == "roll"
+
+
+def test_wall_sensor_strikes_count():
+    obs = ThrowObserver(load_profile("ny-5324"), calibration=CAL, track=False, wall_sensor=True)
+    obs.on_frame(0.0, frame([]), WAITING)
+    obs.throw_started(1.0)
+    obs.wall_strike(0.1)  # before this throw
+    o = obs.observe([reading(500, 200, 3), reading(600, 300, 5)], 3.0)
+    assert o.facts.struck_far_wall is False
+    obs.throw_started(4.0)
+    obs.wall_strike(4.3)
+    obs.wall_strike(4.35)
+    o = obs.observe([reading(500, 200, 3), reading(600, 300, 5)], 6.0)
+    assert o.facts.struck_far_wall is True
+
+
+def test_boxperson_call_and_decision():
+    reg = CallRegistry(30.0)
+    obs = ThrowObserver(load_profile("ny-5324"), calibration=CAL, registry=reg, track=False)
+    o = obs.observe([reading(500, 200, 3, conf=0.4), reading(600, 300, 5)], 1.0)
+    v = decide(o.observations, o.facts, policy=obs.policy)
+    assert (v.kind, v.reason.value) == ("boxperson", "face-unreadable")
+    obs.verdict_published("table-1-00000003", v, frame([(500, 200), (600, 300)]), o)
+    (call,) = reg.pending()
+    assert call.reason == "face-unreadable" and call.evidence_png[:4] == b"\x89PNG"
+    assert obs.decisions() == []
+    reg.answer("table-1-00000003", who="ann", dice=[3, 5])
+    (d,) = obs.decisions()
+    assert (d.roll_id, d.dice, d.who) == ("table-1-00000003", (3, 5), "ann")
+    assert obs.decisions() == []
