@@ -11,9 +11,9 @@ every frame                       ``observer.on_frame(frame.t, frame.image, phas
                                   lifecycle step: ``phase`` is ``lifecycle.phase``)
 lifecycle step "throw-started"    ``observer.throw_started(frame.t)``
 far-wall sensor event             ``observer.wall_strike(t)`` (any thread)
-read at rest                      ``observed = observer.observe(readings, frame.t)``;
-                                  ``decide(observed.observations, observed.facts,
-                                  policy=observer.policy, ...)``
+read at rest                      ``TableService(observe=observer, policy=observer.policy)``:
+                                  the service calls ``observer(readings, frame)`` ->
+                                  ``(observations, facts)`` (or call ``observer.observe``)
 timed out                         ``observed = observer.observe([], frame.t, timed_out=True)``
 verdict published                 ``observer.verdict_published(roll_id, verdict, frame.image,
                                   observed)`` (opens the boxperson call for a boxperson verdict)
@@ -79,6 +79,7 @@ class ThrowObserver:
         self._strikes: list[float] = []
         self._decisions: list[Decision] = []
         self._lock = threading.Lock()
+        self.last: ObservedThrow | None = None
         if registry is not None:
             previous = registry.on_decision
 
@@ -131,12 +132,23 @@ class ThrowObserver:
         self._tracking = False
         return observed
 
+    def __call__(self, readings: Sequence[DieReading], frame) -> tuple[list, object]:
+        """The service's ``observe`` hook (``TableService(observe=...)``): ``(observations,
+        throw_facts)`` for the readings of ``frame`` (a ``camera.base.Frame``); the full
+        :class:`ObservedThrow` is kept in :attr:`last` (its notes go with a boxperson call)."""
+        observed = self.observe(readings, float(frame.t))
+        self.last = observed
+        return list(observed.observations), observed.facts
+
     def verdict_published(self, roll_id: str, verdict: Verdict, image: np.ndarray | None,
                           observed: ObservedThrow | None = None) -> None:
         """After a verdict is published: a boxperson verdict opens a call with the evidence
-        frame (``image`` annotated; a blank frame when ``None``)."""
+        frame (``image`` annotated; a blank frame when ``None``) and the detectors' notes of
+        ``observed`` (default: :attr:`last`)."""
         if verdict.kind != "boxperson" or self.registry is None:
             return
+        if observed is None:
+            observed = self.last  # the throw the service's observe hook saw last
         notes = () if observed is None else observed.notes
         reason = verdict.reason.value if verdict.reason is not None else "face-unreadable"
         frame = image if image is not None else np.zeros((120, 160, 3), np.uint8)

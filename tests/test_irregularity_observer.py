@@ -92,3 +92,14 @@ def test_boxperson_call_and_decision():
     (d,) = obs.decisions()
     assert (d.roll_id, d.dice, d.who) == ("table-1-00000003", (3, 5), "ann")
     assert obs.decisions() == []
+
+
+def test_service_observe_hook_signature():
+    from camera.base import Frame
+
+    obs = ThrowObserver(load_profile("ny-5324"), calibration=CAL, track=False)
+    img = frame([(500, 200), (560, 300)])
+    f = Frame(image=img, t=2.0, index=7, source="test")
+    observations, facts = obs([reading(500, 200, 3), reading(560, 300, 5)], f)
+    assert [o.reading.value for o in observations] == [3, 5] and facts.struck_far_wall is None
+    assert obs.last is not None and len(obs.last.observations) == 2
