@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from camera.sources import CameraConfig
 from firmware_bridge.config import BridgeConfig
 from controller.lamps import LAMP_NAMES
+from controller.metrics import MetricsConfig
 from controller.policy import Policy, policy_from_mapping
 
 try:  # the BUS helper's model; a bare fallback keeps the controller importable without it
@@ -259,9 +260,10 @@ class TableConfig(_Section):
     """The whole ``table.toml``. ``bus.table_id`` defaults to ``table.id``.
 
     ``[camera]`` is :class:`camera.sources.CameraConfig` (frame source and camera settings),
-    ``[bus]`` is :class:`bus.config.BusConfig` and the optional ``[firmware]`` is
-    :class:`firmware_bridge.config.BridgeConfig` (the microcontroller's serial link); the other
-    sections are defined here.
+    ``[bus]`` is :class:`bus.config.BusConfig`, the optional ``[firmware]`` is
+    :class:`firmware_bridge.config.BridgeConfig` (the microcontroller's serial link) and the
+    optional ``[metrics]`` is :class:`controller.metrics.MetricsConfig` (Prometheus endpoint);
+    the other sections are defined here.
     """
 
     table: TableSection = Field(default_factory=TableSection)
@@ -273,6 +275,7 @@ class TableConfig(_Section):
     state: StateSection = Field(default_factory=StateSection)
     settlement: SettlementSection = Field(default_factory=SettlementSection)
     firmware: BridgeConfig | None = None
+    metrics: MetricsConfig | None = None
 
     @model_validator(mode="before")
     @classmethod

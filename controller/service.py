@@ -166,6 +166,8 @@ class TableService:
             here). Default: inside or outside the table area ``area``, no throw facts.
         read_crop: read only the table area's bounding box (with a margin of 5 % of its size):
             faster on a camera that sees more than the table; a die beyond it is not seen.
+        metrics: a :class:`controller.metrics.TableMetrics` (frames, read time, verdicts, last
+            sequence number), or ``None``.
     """
 
     def __init__(self, *, table_id: str, store: StateStore, publisher: Publisher, lamps: LampController,
@@ -174,7 +176,7 @@ class TableService:
                  area: Sequence[tuple[float, float]] | None = None,
                  on_message: Callable[[str, dict, dict], None] | None = None,
                  journalled_rolls: Callable[[int], dict[str, int]] | None = None,
-                 observe: Observer | None = None, read_crop: bool = False) -> None:
+                 observe: Observer | None = None, read_crop: bool = False, metrics=None) -> None:
         self.table_id = table_id
         self.store = store
         self.publisher = publisher
@@ -189,6 +191,7 @@ class TableService:
         self.on_message = on_message
         self.journalled_rolls = journalled_rolls
         self.observe = observe
+        self.metrics = metrics
         self._crop = None
         if read_crop and area is not None:
             pts = np.asarray(area, dtype=np.float64).reshape(-1, 2)
@@ -274,6 +277,8 @@ class TableService:
         arrived = time.perf_counter()
         self.stats.frames += 1
         self._now = float(frame.t)
+        if self.metrics is not None:
+            self.metrics.frame(time.monotonic())
         try:
             moving = self.motion.moving(frame.image)
         except FrameError as exc:
@@ -301,7 +306,10 @@ class TableService:
             self.lifecycle.on_read(())
             return None
         try:
+            t_read = time.perf_counter()
             readings = self._read_dice(frame.image)
+            if self.metrics is not None:
+                self.metrics.read_ms((time.perf_counter() - t_read) * 1000.0)
         except Exception as exc:  # noqa: BLE001 - any reader failure is a fault, never a verdict
             log.exception("dice reader failed on frame %d of %s", frame.index, frame.source)
             self.lifecycle.retry_read()
@@ -392,6 +400,8 @@ class TableService:
         self.stats.verdicts[verdict.kind] = self.stats.verdicts.get(verdict.kind, 0) + 1
         self.stats.latencies_s.append(time.perf_counter() - arrived)
         self.lamps.verdict(verdict.kind, frame.t)
+        if self.metrics is not None:
+            self.metrics.verdict(verdict.kind, body["reason"])
         log.info("verdict %s %s %s", body["roll_id"], verdict.kind, body["reason"] or body["dice"])
         return body
 
@@ -422,6 +432,8 @@ class TableService:
 
     def _publish(self, topic: str, body: dict) -> dict:
         env = self.publisher.publish(topic, body)
+        if self.metrics is not None and isinstance(env, dict) and isinstance(env.get("seq"), int):
+            self.metrics.sequence(env["seq"])
         if self.on_message is not None:
             self.on_message(topic, body, env)
         return env

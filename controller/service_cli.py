@@ -83,24 +83,40 @@ def run(command: str, args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set()) \
         if threading.current_thread() is threading.main_thread() else None
+    from controller.sdnotify import SdNotify, Watchdog
+
+    notifier = SdNotify()  # no-op unless started by systemd (Type=notify)
+    watchdog = Watchdog.from_env(notifier)
     try:
         try:
-            service, publisher = build_service(cfg, source)
+            metrics = build_metrics(cfg)
+            service, publisher = build_service(cfg, source, metrics=metrics)
         except (SetupError, StoreError) as exc:
             print(f"craps-table run: {exc}", file=sys.stderr)
             source.close()
             return 2
+        state = service.store.state
+        notifier.ready(f"table {cfg.table.id}: shooter {state.shooter}, point {state.point or 'off'}")
+
+        def should_stop() -> bool:
+            watchdog.tick()  # from the loop that does the work: a hung loop stops the pings
+            return stop.is_set()
+
         try:
-            stats = service.run(source, max_verdicts=args.max_verdicts, should_stop=stop.is_set)
+            stats = service.run(source, max_verdicts=args.max_verdicts, should_stop=should_stop)
         except FrameError as exc:
             print(f"craps-table run: frame source failed: {exc}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
             stats = service.stats
         finally:
+            notifier.stopping("closing: lamps off")
             service.close()
             publisher.close()
             source.close()
+            if metrics is not None:
+                metrics.close()
+            notifier.close()
         log.info("stopped: %d frames, verdicts %s", stats.frames, stats.verdicts)
         return 0
     finally:
@@ -221,8 +237,26 @@ def build_publisher(cfg: TableConfig):
         raise SetupError(f"bus: {type(exc).__name__}: {exc}") from exc
 
 
+def build_metrics(cfg: TableConfig):
+    """The Prometheus metrics of ``[metrics]`` (serving over HTTP), or ``None`` without it.
+
+    Raises:
+        SetupError: the port cannot be bound.
+    """
+    if cfg.metrics is None or not cfg.metrics.enabled:
+        return None
+    from controller.metrics import TableMetrics
+
+    metrics = TableMetrics(fps_window_s=cfg.metrics.fps_window_s)
+    try:
+        metrics.serve(cfg.metrics)
+    except OSError as exc:
+        raise SetupError(f"metrics.port {cfg.metrics.port}: {exc}") from None
+    return metrics
+
+
 def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp_driver: LampDriver | None = None,
-                  reader=None, on_message=None) -> tuple[TableService, object]:
+                  reader=None, on_message=None, metrics=None) -> tuple[TableService, object]:
     """Build the :class:`TableService` for ``cfg`` (edges may be passed in, e.g. by tests).
 
     Returns:
@@ -255,6 +289,6 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         motion=MotionDetector(area, threshold=v.motion_threshold, min_pixels=v.motion_min_pixels,
                               width=v.motion_width, die_side_px=die_side),
         policy=cfg.rules.build(), min_confidence=v.min_confidence, min_presence=v.min_presence,
-        area=area, on_message=on_message, read_crop=v.read_crop,
+        area=area, on_message=on_message, read_crop=v.read_crop, metrics=metrics,
         journalled_rolls=lambda after: journal_roll_ids(cfg.bus.journal_path, after))
     return service, publisher

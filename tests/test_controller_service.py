@@ -399,15 +399,36 @@ def test_run_command_on_a_replay(tmp_path, capsys):
                      ('"tcp://127.0.0.1:5557"', f'"{bus_cfg.replay_endpoint}"'),
                      ('"var/bus/journal.sqlite"', f'"{bus_cfg.journal_path}"'),
                      ('"var/bus/keys"', f'"{bus_cfg.keys_dir}"'),
-                     ('"var/state/table.sqlite"', f'"{tmp_path / "state.sqlite"}"')]:
+                     ('"var/state/table.sqlite"', f'"{tmp_path / "state.sqlite"}"'),
+                     ("port = 9108", "port = 0")]:
         assert old in text
         text = text.replace(old, new)
     (tmp_path / "table.toml").write_text(text)
+    import os
+    import socket
+
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)  # a fake systemd (Type=notify)
+    notify.bind(str(tmp_path / "notify.sock"))
+    notify.settimeout(5)
+    os.environ["NOTIFY_SOCKET"] = str(tmp_path / "notify.sock")
     parser = argparse.ArgumentParser()
     service_cli.add_arguments("run", parser)
     args = parser.parse_args(["--config", str(tmp_path / "table.toml"), "--source", f"replay:{folder}",
                               "--log-level", "WARNING"])
-    assert service_cli.run("run", args) == 0
+    try:
+        assert service_cli.run("run", args) == 0
+    finally:
+        del os.environ["NOTIFY_SOCKET"]
+    said = []
+    notify.settimeout(0.5)
+    try:
+        while True:
+            said.append(notify.recv(4096).decode())
+    except socket.timeout:
+        pass
+    notify.close()
+    assert said[0].startswith("READY=1") and "shooter 1" in said[0]
+    assert any(m.startswith("STOPPING=1") for m in said)
     db = sqlite3.connect(tmp_path / "state.sqlite")
     rows = db.execute("SELECT roll_id, published_seq FROM verdicts ORDER BY n").fetchall()
     db.close()
@@ -511,4 +532,19 @@ def test_read_crop_and_cleared_table_without_reading(tmp_path):
     assert all(shape == (166, 232, 3) for shape in calls)
     # reads: start-up (empty), throw 1, clearing (skipped: same as the empty table), throw 2
     assert len(calls) == 3
+    service.close()
+
+
+def test_metrics_count_frames_verdicts_and_sequence(tmp_path):
+    from controller.metrics import TableMetrics
+
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    service.metrics = TableMetrics()
+    run_throws(service, [[(3, 100, 100), (4, 200, 120)], [(3, 100, 100)]])
+    m = service.metrics
+    assert m.value("craps_table_verdicts_total", {"verdict": "roll", "reason": "none"}) == 1
+    assert m.value("craps_table_verdicts_total", {"verdict": "no-roll", "reason": "die-off-table"}) == 1
+    assert m.value("craps_table_frames_total") == service.stats.frames
+    assert m.value("craps_table_last_sequence") == len(pub.sent)
     service.close()
