@@ -260,8 +260,15 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
     amin = max(2.0, 0.25 * min(p.area for p in pips))
     if stray_blobs(dmap, sel, pips, max(0.35 * cmin, 0.6 * MIN_PIP_CONTRAST), (cx, cy), reach, amin):
         return FaceRead(None, 0.2, rc, pips, fit, reason="stray blob on face")
+    # For 1, 2 and 3 (few pips, so a partial view of a larger face fits them) any
+    # unread pip-like blob in the die's region vetoes the read.
+    amean = float(np.mean([p.area for p in pips]))
+    emax = max(p.elongation for p in pips)
     for q in similar:
-        if q.contrast >= 0.3 * cmin and np.hypot(q.x - cx, q.y - cy) <= reach:
+        if q.contrast < 0.3 * cmin:
+            continue
+        twin = fit.value <= 3 and q.elongation <= max(1.5, emax) and 0.6 * amean <= q.area <= 1.6 * amean
+        if twin or np.hypot(q.x - cx, q.y - cy) <= reach:
             return FaceRead(None, 0.2, rc, pips, fit, reason="unread pip-like blob on face")
     if fit.error > MAX_LAYOUT_ERROR:
         return FaceRead(None, 0.2, rc, pips, fit, reason=f"layout error {fit.error:.2f}")

@@ -24,7 +24,10 @@ from vision.segment import Region, background_distance, find_regions, lab_image
 from vision.types import DieReading
 
 #: Aspect (long / short side) of a die outline or pip grid above which a face is not flat.
-MAX_FLAT_ASPECT = 1.25
+MAX_FLAT_ASPECT = 1.3
+#: Aspect of the pip grid (4, 5, 6 pips) above which the upper face is foreshortened: a die
+#: tilted by about 30 degrees or more (cos 30 = 0.87; 1 / 0.87 = 1.15, plus pixel noise).
+MAX_GRID_ASPECT = 1.2
 
 
 def _die_side(regions: list[Region], expected_side_px: float | None) -> float | None:
@@ -40,6 +43,19 @@ def _die_side(regions: list[Region], expected_side_px: float | None) -> float | 
     if not sides:
         return None
     return float(np.median(sides))
+
+
+def _die_shaped(mask: np.ndarray) -> bool:
+    """True when a region looks like a die seen from above: its minimum-area rectangle is
+    nearly square and the region fills most of it."""
+    cnts, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    if not cnts:
+        return False
+    cnt = max(cnts, key=cv2.contourArea)
+    (w, h) = cv2.minAreaRect(cnt)[1]
+    if min(w, h) < 2:
+        return False
+    return max(w, h) / min(w, h) <= 1.4 and cv2.contourArea(cnt) >= 0.7 * w * h
 
 
 def _split_necks(mask: np.ndarray, side: float) -> list[np.ndarray]:
@@ -91,7 +107,12 @@ def _reading(pm: np.ndarray, fr: FaceRead, x0: int, y0: int, side: float) -> Die
     rw, rh = rect[1]
     outline_aspect = max(rw, rh) / max(1e-6, min(rw, rh))
     grid_aspect = fr.fit.aspect if fr.fit is not None else float("nan")
-    flat = outline_aspect <= MAX_FLAT_ASPECT and not (np.isfinite(grid_aspect) and grid_aspect > MAX_FLAT_ASPECT)
+    if np.isfinite(grid_aspect):
+        # The pip grid of 4, 5 or 6 is the upper face itself: square unless tilted.
+        flat = grid_aspect <= MAX_GRID_ASPECT
+    else:
+        # Otherwise the die's outline (upper face plus any side face seen, and its shadow).
+        flat = outline_aspect <= MAX_FLAT_ASPECT
     return DieReading(
         value=fr.value,
         bbox=(x0 + bx, y0 + by, x0 + bx + bw, y0 + by + bh),
@@ -178,6 +199,8 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> li
         for pm, f in reads:
             if f.value is None and cv2.countNonZero(pm) > 2.5 * die_area:
                 continue
+            if f.value is None and not f.pips and not _die_shaped(pm):
+                continue  # no pip and not die-shaped: a shadow, a wall, clutter
             out.append((pm, f, x0, y0, side))
     # All dice on a table are the same size: a read whose pip pitch (or, for a 1, whose
     # size) disagrees with the others is a part of a die or two dice, not a die.
