@@ -34,6 +34,7 @@ from controller.lamps import LampController
 from controller.lifecycle import (CLEARING, READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT, MotionDetector,
                                   RollLifecycle, SceneDie)
 from controller.policy import NY_5324, Policy
+from controller.reasons import Reason
 from controller.store import StateStore
 from controller.verdict import DieObservation, ThrowFacts, Verdict, decide
 from vision.types import DieReading
@@ -163,7 +164,12 @@ class TableService:
             just before a crash, but not yet marked, is not published twice on restart.
         observe: ``f(readings, frame) -> (observations, throw_facts)``: places the dice read at
             rest in zones and finds the facts of the throw (the irregularity detectors plug in
-            here). Default: inside or outside the table area ``area``, no throw facts.
+            here). Default: inside or outside the table area ``area``, no throw facts. When it
+            also has them, the service calls ``on_frame(t, image, phase)`` every frame (before
+            the lifecycle step), ``throw_started(t)``, ``observe([], t, timed_out=True)`` on a
+            timeout, ``verdict_published(roll_id, verdict, image)`` after each verdict and
+            ``decisions()`` every frame (boxperson decisions to publish), as
+            ``controller.throw_observer.ThrowObserver`` does.
         read_crop: read only the table area's bounding box (with a margin of 5 % of its size):
             faster on a camera that sees more than the table; a die beyond it is not seen.
         metrics: a :class:`controller.metrics.TableMetrics` (frames, read time, verdicts, last
@@ -288,15 +294,26 @@ class TableService:
         if self._outbox_blocked and time.monotonic() - self._last_retry >= 1.0:
             self._last_retry = time.monotonic()
             self._flush_outbox()
+        if hasattr(self.observe, "on_frame"):
+            self.observe.on_frame(frame.t, frame.image, self.lifecycle.phase)
         step = self.lifecycle.on_frame(frame.t, moving)
         body = None
         if step.kind == STEP_THROW:
             self.lamps.throw_started()
+            if hasattr(self.observe, "throw_started"):
+                self.observe.throw_started(frame.t)
         elif step.kind == STEP_TIMEOUT:
-            verdict = decide([], ThrowFacts(timed_out=True), policy=self.policy, min_confidence=self.min_confidence)
+            if hasattr(self.observe, "observe"):  # the detectors' state ends with the throw
+                observed = self.observe.observe([], frame.t, timed_out=True)
+                observations, facts = list(observed.observations), observed.facts
+            else:
+                observations, facts = [], ThrowFacts(timed_out=True)
+            verdict = decide(observations, facts, policy=self.policy, min_confidence=self.min_confidence)
             body = self._commit_and_publish(verdict, frame, arrived)
         elif step.kind == STEP_READ:
             body = self._read(frame, arrived)
+        if hasattr(self.observe, "decisions"):
+            self._apply_decisions(frame)
         self.lamps.update(self.store.state, self.lifecycle.phase, now=frame.t)
         return body
 
@@ -364,7 +381,9 @@ class TableService:
 
     # --- verdict -> state -> bus --------------------------------------------------------------
 
-    def _commit_and_publish(self, verdict: Verdict, frame: Frame, arrived: float) -> dict:
+    def _commit_and_publish(self, verdict: Verdict, frame: Frame, arrived: float, *,
+                            frame_info: dict | None = None, frame_hash: str | None = None,
+                            decision: dict | None = None) -> dict:
         before = self.store.state
         if verdict.kind == "roll" and verdict.dice is not None:
             after, outcome = advance(before, verdict.dice)
@@ -390,10 +409,10 @@ class TableService:
             "irregularities": [r.value for r in verdict.irregularities],
             "readings": [{**o.reading.to_json(), "zone": o.zone} for o in verdict.observations],
             "policy": self.policy.name,
-            "frame": {"index": frame.index, "source": frame.source, "t": round(float(frame.t), 4),
-                      "width": int(frame.image.shape[1]), "height": int(frame.image.shape[0])},
-            "frame_sha256": frame_sha256(frame.image),
-            "decision": None,
+            "frame": frame_info or {"index": frame.index, "source": frame.source, "t": round(float(frame.t), 4),
+                                    "width": int(frame.image.shape[1]), "height": int(frame.image.shape[0])},
+            "frame_sha256": frame_hash or frame_sha256(frame.image),
+            "decision": decision,
         }
         self.store.commit(after, body)
         self._publish_verdict_body(body)
@@ -403,7 +422,40 @@ class TableService:
         if self.metrics is not None:
             self.metrics.verdict(verdict.kind, body["reason"])
         log.info("verdict %s %s %s", body["roll_id"], verdict.kind, body["reason"] or body["dice"])
+        if hasattr(self.observe, "verdict_published"):
+            self.observe.verdict_published(body["roll_id"], verdict, frame.image)
         return body
+
+    def _apply_decisions(self, frame: Frame) -> None:
+        """Publish the boxperson's decisions (9 NYCRR 5324.52(h)(1)(ii)(a)) that the observer
+        hands over: the dice given make a valid roll that moves the game; a void or a timeout
+        is a no roll ``boxperson-void``. Either is a new verdict (a new ``roll_id``) carrying the
+        call's deciding frame and ``decision`` (who, when, outcome, the call's roll id). A
+        decision on a call that is no longer the last verdict (the game moved on) is not applied:
+        it is logged and raised as an alarm ``stale-decision``."""
+        for d in self.observe.decisions():
+            last = self.store.verdicts(1)
+            call = last[-1] if last else None
+            if call is None or call.get("roll_id") != d.roll_id or call.get("verdict") != "boxperson":
+                log.warning("boxperson decision on %s ignored: it is not the open call", d.roll_id)
+                self._raise_fault("stale-decision", f"decision on {d.roll_id} after a newer verdict: not applied")
+                self._faults.discard("stale-decision")
+                continue
+            decision = {"call": d.roll_id, "reason": d.reason, "outcome": d.outcome, "who": d.who,
+                        "at_utc": d.at_utc, "latency_s": round(float(d.latency_s), 3)}
+            try:
+                irregular = (Reason.from_code(d.reason),)
+            except ValueError:
+                irregular = ()
+            if d.outcome == "dice" and d.dice is not None:
+                verdict = Verdict(kind="roll", reason=None, dice=(int(d.dice[0]), int(d.dice[1])),
+                                  irregularities=irregular)
+            else:
+                verdict = Verdict(kind="no-roll", reason=Reason.BOXPERSON_VOID, dice=None,
+                                  irregularities=irregular)
+            self.lamps.boxperson_answered()
+            self._commit_and_publish(verdict, frame, time.perf_counter(), frame_info=call.get("frame"),
+                                     frame_hash=call.get("frame_sha256"), decision=decision)
 
     def _publish_verdict_body(self, body: dict) -> bool:
         """Publish a committed verdict and mark it. On a bus error the verdict stays in the

@@ -548,3 +548,56 @@ def test_metrics_count_frames_verdicts_and_sequence(tmp_path):
     assert m.value("craps_table_frames_total") == service.stats.frames
     assert m.value("craps_table_last_sequence") == len(pub.sent)
     service.close()
+
+
+def _observer_service(tmp_path, pub, timeout_s=60.0):
+    from controller.boxperson import CallRegistry
+    from controller.throw_observer import ThrowObserver
+
+    registry = CallRegistry(timeout_s=timeout_s)
+    observer = ThrowObserver(registry=registry)
+    service = make_service(tmp_path, pub)
+    service.observe = observer
+    return service, registry
+
+
+def test_boxperson_decision_with_dice_moves_the_game(tmp_path):
+    pub = ListPublisher()
+    service, registry = _observer_service(tmp_path, pub)
+    bodies, t = run_throws(service, [[(2, 100, 100), (0, 200, 120)]])  # one face unreadable
+    call = bodies[0]
+    assert (call["verdict"], call["reason"]) == ("boxperson", "face-unreadable")
+    assert [c.roll_id for c in registry.pending()] == [call["roll_id"]]
+    assert service.lamps.shown["call-boxperson"] == "flash"
+    registry.answer(call["roll_id"], who="boxperson-ann", dice=[2, 5])
+    service.process(Frame(scene_image([(2, 100, 100), (0, 200, 120)]), t, 999))
+    decided = pub.rolls()[-1]
+    assert decided["roll_id"] == "t-test-00000002" and decided["verdict"] == "roll"
+    assert decided["dice"] == [2, 5] and decided["game"]["outcome"] == "natural"
+    assert decided["decision"]["who"] == "boxperson-ann" and decided["decision"]["call"] == call["roll_id"]
+    assert decided["decision"]["outcome"] == "dice"
+    assert decided["frame_sha256"] == call["frame_sha256"] and decided["frame"] == call["frame"]
+    assert service.store.state.shooter_roll == 1
+    assert service.lamps.shown["call-boxperson"] == "off"
+    service.close()
+
+
+def test_boxperson_void_and_stale_decision(tmp_path):
+    pub = ListPublisher()
+    service, registry = _observer_service(tmp_path, pub)
+    bodies, t = run_throws(service, [[(2, 100, 100), (0, 200, 120)]])
+    registry.answer(bodies[0]["roll_id"], who="ann", void=True)  # void: re-roll
+    service.process(Frame(scene_image([(2, 100, 100), (0, 200, 120)]), t, 999))
+    void = pub.rolls()[-1]
+    assert (void["verdict"], void["reason"], void["decision"]["outcome"]) == ("no-roll", "boxperson-void", "void")
+    assert service.store.state.rolls == 0
+    # a call answered after the game moved on is not applied
+    bodies2, t = run_throws(service, [[(4, 100, 100), (0, 200, 120)], [(3, 100, 100), (3, 200, 120)]], t0=t + 1)
+    assert [b["verdict"] for b in bodies2] == ["boxperson", "roll"]
+    registry.answer(bodies2[0]["roll_id"], who="late", dice=[4, 4])
+    n = len(pub.rolls())
+    service.process(Frame(scene_image([(3, 100, 100), (3, 200, 120)]), t + 1, 2000))
+    assert len(pub.rolls()) == n
+    assert [b["code"] for tp, b in pub.sent if tp == "alarm"] == ["stale-decision-fault"]
+    assert service.store.state.point == 6
+    service.close()
