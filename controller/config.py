@@ -14,7 +14,8 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from camera.sources import CameraConfig
 from firmware_bridge.config import BridgeConfig
@@ -123,26 +124,85 @@ class VisionSection(_Section):
 
 
 class RulesSection(_Section):
-    """``[rules]``: the jurisdiction policy of irregularities.
+    """``[rules]``: the jurisdiction profile of irregularities and the irregularity detectors.
 
     Attributes:
-        policy: the base policy; built in: ``"ny-5324"`` (9 NYCRR 5324.52, casino).
-        actions: reason code -> ``"no-roll" | "boxperson" | "read"``, replacing the base
-            policy's action for that reason (codes: controller/reasons.py, docs/messages.md).
+        profile: the irregularity profile (controller/irregularity_profile.py): a shipped name
+            (``"ny-5324"``, ``"nj-13-47"``, ``"ny-4620"``, ``"house-practice"``) or the path of
+            a profile TOML file. It gives the policy (what each irregularity makes) and how a
+            cocked die is read.
+        actions: reason code -> ``"no-roll" | "boxperson" | "read"``, replacing the profile's
+            action for that reason (codes: controller/reasons.py, docs/messages.md).
+        calibration: the table calibration TOML (``craps-table calibrate``: homography and zones
+            in table mm). With it (or a source that knows its table, the simulator) the
+            irregularity detectors place each die in its zone (chip bank, dice cup, rails, off
+            the table), find a die on the other die, cocked dice and the far-wall strike.
+            Without it, a die is in play when its centre is inside ``[vision] table_area``.
+        wall_sensor: the rig has a far-wall strike sensor (firmware bridge): its strikes are
+            evidence for 9 NYCRR 5324.52(k)(2)(ii).
     """
 
-    policy: Literal["ny-5324"] = "ny-5324"
+    profile: str = "ny-5324"
     actions: dict[str, str] = Field(default_factory=dict)
+    calibration: Path | None = None
+    wall_sensor: bool = False
+
+    def load_profile(self):
+        """The :class:`controller.irregularity_profile.IrregularityProfile` (checked at load)."""
+        from controller.irregularity_profile import load_profile
+
+        return load_profile(self.profile)
 
     def build(self) -> Policy:
-        """Return the :class:`~controller.policy.Policy` (validated when the config loads)."""
-        name = self.policy if not self.actions else f"{self.policy}+custom"
-        return policy_from_mapping(name, self.actions)
+        """The :class:`~controller.policy.Policy`: the profile's, with ``actions`` applied."""
+        base = self.load_profile().policy
+        if not self.actions:
+            return base
+        return policy_from_mapping(f"{base.name}+custom", self.actions, base=base)
+
+    @field_validator("profile")
+    @classmethod
+    def _check_profile(cls, v: str) -> str:
+        from controller.irregularity_profile import load_profile
+
+        load_profile(v)  # raises ProfileError (a ValueError) naming the file and the key
+        return v
 
     @field_validator("actions")
     @classmethod
-    def _check_actions(cls, v: dict[str, str]) -> dict[str, str]:
-        policy_from_mapping("check", v)  # raises ValueError naming the reason code or the action
+    def _check_actions(cls, v: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        from controller.irregularity_profile import load_profile
+
+        profile = info.data.get("profile")
+        base = load_profile(profile).policy if profile else None
+        policy_from_mapping("check", v, base=base)  # raises ValueError naming the code or action
+        return v
+
+    @field_validator("calibration")
+    @classmethod
+    def _check_calibration(cls, v: Path | None) -> Path | None:
+        if v is not None and not Path(v).is_file():
+            raise ValueError(f"no such calibration file: {v} (make it with `craps-table calibrate`)")
+        return v
+
+
+class BoxpersonSection(_Section):
+    """``[boxperson]``: boxperson calls (9 NYCRR 5324.52(h)(1)(ii)(a)).
+
+    Attributes:
+        timeout_s: seconds a call waits for the boxperson's answer before the throw is void.
+        endpoint: the ZeroMQ endpoint where ``craps-table decide`` reaches the table (a REP
+            socket; loopback or ipc:// only, it has no authentication here); ``""``: none.
+    """
+
+    timeout_s: float = Field(120.0, gt=0, le=3600)
+    endpoint: str = ""
+
+    @field_validator("endpoint")
+    @classmethod
+    def _check_endpoint(cls, v: str) -> str:
+        if v and not re.match(r"^(tcp://(127\.0\.0\.1|localhost|\[::1\]):(\d+|\*)|ipc://\S+)$", v):
+            raise ValueError(f"must be a loopback tcp:// or an ipc:// endpoint, or empty: {v!r}")
         return v
 
 
@@ -270,6 +330,7 @@ class TableConfig(_Section):
     camera: CameraConfig = Field(default_factory=CameraConfig)
     vision: VisionSection = Field(default_factory=VisionSection)
     rules: RulesSection = Field(default_factory=RulesSection)
+    boxperson: BoxpersonSection = Field(default_factory=BoxpersonSection)
     bus: BusConfig = Field(default_factory=BusConfig)
     lamps: LampsSection = Field(default_factory=LampsSection)
     state: StateSection = Field(default_factory=StateSection)

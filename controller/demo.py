@@ -187,6 +187,7 @@ def run_demo(args: argparse.Namespace) -> int:
             "bus": bus_cfg,
             "state": base.state.model_copy(update={"db": tmp / "state.sqlite"}),
             "lamps": base.lamps.model_copy(update={"driver": "gpiozero", "pin_factory": "mock"}),
+            "boxperson": base.boxperson.model_copy(update={"endpoint": f"ipc://{tmp / 'boxperson'}"}),
         })
         try:
             source, what = _demo_source(cfg, args, tmp)

@@ -198,6 +198,8 @@ class TableService:
         self.journalled_rolls = journalled_rolls
         self.observe = observe
         self.metrics = metrics
+        #: callables run by :meth:`close` (e.g. the boxperson command server)
+        self.closers: list[Callable[[], None]] = []
         self._crop = None
         if read_crop and area is not None:
             pts = np.asarray(area, dtype=np.float64).reshape(-1, 2)
@@ -270,6 +272,11 @@ class TableService:
             self.lamps.all_off()
             self.lamps.driver.close()
         finally:
+            for close in self.closers:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - closing the rest matters more
+                    log.exception("error while closing")
             self.store.close()
 
     # --- per frame ----------------------------------------------------------------------------

@@ -280,6 +280,12 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         store.close()
         driver.close()
         raise
+    try:
+        observer, closers = build_observer(cfg, source, area)
+    except SetupError:
+        store.close()
+        driver.close()
+        raise
     v = cfg.vision
     service = TableService(
         table_id=cfg.table.id, store=store, publisher=publisher,
@@ -290,5 +296,91 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
                               width=v.motion_width, die_side_px=die_side),
         policy=cfg.rules.build(), min_confidence=v.min_confidence, min_presence=v.min_presence,
         area=area, on_message=on_message, read_crop=v.read_crop, metrics=metrics,
-        journalled_rolls=lambda after: journal_roll_ids(cfg.bus.journal_path, after))
+        journalled_rolls=lambda after: journal_roll_ids(cfg.bus.journal_path, after),
+        observe=observer)
+    service.closers.extend(closers)
     return service, publisher
+
+
+def _source_calibration(source: object):
+    """A calibration from a source that knows its table (``SimSource.homography`` and
+    ``table_zones``), else ``None``."""
+    zones = getattr(source, "table_zones", None)
+    hom = getattr(source, "homography", None)
+    if not zones or hom is None:
+        return None
+    from camera.calibration import Calibration
+
+    geometry = getattr(source, "geometry", None)
+    die_mm = getattr(geometry, "die_size", None)
+    kw = {"die_size_mm": float(die_mm)} if die_mm else {}
+    return Calibration.from_homography(hom, zones, **kw)
+
+
+class AreaZones:
+    """A throw observer seen through the table area: a die the observer puts in play whose
+    centre is outside ``[vision] table_area`` is ``"outside"`` (used when there is no
+    calibration, so the observer's detectors know no zones). Every other hook is passed on."""
+
+    def __init__(self, observer, area) -> None:
+        import numpy as np
+
+        self._observer = observer
+        self._area = np.asarray(area, dtype=np.float32).reshape(-1, 1, 2)
+
+    def __call__(self, readings, frame):
+        """The service's observe hook: the observer's observations, re-zoned by the area."""
+        import cv2
+        from dataclasses import replace
+
+        observations, facts = self._observer(readings, frame)
+        out = []
+        for o in observations:
+            c = (float(o.reading.centre[0]), float(o.reading.centre[1]))
+            if o.zone == "playing" and cv2.pointPolygonTest(self._area, c, False) < 0:
+                o = replace(o, zone="outside")
+            out.append(o)
+        return out, facts
+
+    def __getattr__(self, name):
+        return getattr(self._observer, name)
+
+
+def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object, list]:
+    """The irregularity detectors and boxperson calls of ``[rules]`` and ``[boxperson]``: a
+    :class:`controller.throw_observer.ThrowObserver` with the calibration (``rules.calibration``
+    or the source's own), a call registry, and the command server ``craps-table decide`` talks
+    to.
+
+    Returns:
+        ``(observer, closers)``: the service's observe hook, and what to close with it.
+
+    Raises:
+        SetupError: an unreadable calibration, or a command endpoint that cannot be bound.
+    """
+    from controller.boxperson import CallRegistry, CommandServer
+    from controller.throw_observer import ThrowObserver
+
+    if cfg.rules.calibration is not None:
+        from camera.calibration import load_calibration
+
+        try:
+            calibration = load_calibration(cfg.rules.calibration)
+        except Exception as exc:  # noqa: BLE001 - CalibrationError, OSError: named with the key
+            raise SetupError(f"rules.calibration: {exc}") from None
+    else:
+        calibration = _source_calibration(source)
+    registry = CallRegistry(timeout_s=cfg.boxperson.timeout_s)
+    observer = ThrowObserver(cfg.rules.load_profile(), calibration=calibration, registry=registry,
+                             wall_sensor=cfg.rules.wall_sensor, min_presence=cfg.vision.min_presence)
+    hook = AreaZones(observer, area) if calibration is None and area else observer
+    closers = []
+    if cfg.boxperson.endpoint:
+        try:
+            server = CommandServer(registry, cfg.boxperson.endpoint)
+            server.start()
+        except Exception as exc:  # noqa: BLE001 - zmq errors: named with the key
+            raise SetupError(f"boxperson.endpoint {cfg.boxperson.endpoint!r}: {exc}") from None
+        log.info("boxperson commands on %s", getattr(server, "endpoint", cfg.boxperson.endpoint))
+        closers.append(server.close)
+    return hook, closers

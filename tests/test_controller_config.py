@@ -82,3 +82,19 @@ def test_run_exits_2_naming_the_key(tmp_path, capsys):
     args = parser.parse_args(["--config", str(cfg)])
     assert service_cli.run("run", args) == 2
     assert "vision.still_frames" in capsys.readouterr().err
+
+
+def test_rules_profile_and_boxperson_section(tmp_path):
+    cfg = parse_config({"rules": {"profile": "house-practice", "actions": {"extra-dice": "no-roll"}}})
+    policy = cfg.rules.build()
+    from controller.reasons import Reason
+
+    assert policy.name == "house-practice+custom" and policy.action(Reason.EXTRA_DICE).value == "no-roll"
+    assert policy.action(Reason.DIE_NOT_FLAT).value == "read"  # house practice: a cocked die as read
+    for data, key in [({"rules": {"profile": "atlantis"}}, "rules.profile"),
+                      ({"rules": {"calibration": str(tmp_path / "none.toml")}}, "rules.calibration"),
+                      ({"boxperson": {"endpoint": "tcp://0.0.0.0:5560"}}, "boxperson.endpoint"),
+                      ({"boxperson": {"timeout_s": 0}}, "boxperson.timeout_s")]:
+        with pytest.raises(ConfigError) as err:
+            parse_config(data, "t.toml")
+        assert f"t.toml: {key}:" in str(err.value)
