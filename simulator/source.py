@@ -108,6 +108,12 @@ class SimSource:
         return self._base.cam.homography.copy()
 
     @property
+    def homography_mm_to_px(self) -> np.ndarray:
+        """float64 ``(3, 3)``: felt-plane mm ``(x, y, 1)`` -> pixel ``(u, v, 1)`` (the inverse
+        of :attr:`homography`)."""
+        return np.linalg.inv(self._base.cam.homography)
+
+    @property
     def die_side_px(self) -> float:
         """Expected side of a die lying on the felt, in pixels (for ``read_dice``)."""
         return self.geometry.die_size / self._base.cam.mm_per_px

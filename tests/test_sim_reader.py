@@ -16,7 +16,7 @@ pytest.importorskip("vision.reader", reason="vision.reader is not in this build"
 
 from simulator.accuracy import reader_accuracy  # noqa: E402
 
-N_THROWS = 30
+N_THROWS = 20
 
 
 @pytest.fixture(scope="module")

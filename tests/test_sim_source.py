@@ -127,3 +127,11 @@ def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path):
     (tmp_path / "out" / "keep.txt").write_text("x")
     assert cli.run("sim", _args(tmp_path)) == 2
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["keep.txt"]
+
+
+def test_mm_to_px_is_the_inverse_homography():
+    src = SimSource(width=640, height=360, throws=0)
+    m = src.homography_mm_to_px @ src.homography
+    assert np.allclose(m / m[2, 2], np.eye(3))
+    u, v, w = src.homography_mm_to_px @ np.array([src.geometry.length, 0.0, 1.0])
+    assert 0 < u / w < 640 and 0 < v / w < 360
