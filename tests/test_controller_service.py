@@ -602,3 +602,32 @@ def test_boxperson_void_and_stale_decision(tmp_path):
     assert [b["code"] for tp, b in pub.sent if tp == "alarm"] == ["stale-decision-fault"]
     assert service.store.state.point == 6
     service.close()
+
+
+def test_decide_command_reaches_the_service(tmp_path):
+    """`craps-table decide` -> the table's command server -> the decision published as a roll."""
+    import argparse
+
+    from controller import decide_cli
+
+    cfg = TableConfig.model_validate({
+        "table": {"id": "t-test"}, "vision": {"still_frames": 5}, "lamps": {"driver": "none"},
+        "state": {"db": str(tmp_path / "state.sqlite")},
+        "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")},
+        "boxperson": {"endpoint": f"ipc://{tmp_path / 'box'}"}})
+    pub = ListPublisher()
+    service, _ = build_service(cfg, None, publisher=pub, lamp_driver=NullLampDriver(), reader=fake_reader)
+    try:
+        bodies, t = run_throws(service, [[(5, 100, 100), (0, 200, 120)]])
+        assert bodies[0]["verdict"] == "boxperson"
+        parser = argparse.ArgumentParser()
+        decide_cli.add_arguments("decide", parser)
+        args = parser.parse_args(["--endpoint", f"ipc://{tmp_path / 'box'}", "--roll-id", bodies[0]["roll_id"],
+                                  "--dice", "5", "6", "--who", "ann"])
+        assert decide_cli.run("decide", args) == 0
+        service.process(Frame(scene_image([(5, 100, 100), (0, 200, 120)]), t, 999))
+        decided = pub.rolls()[-1]
+        assert decided["dice"] == [5, 6] and decided["game"]["outcome"] == "natural"
+        assert decided["decision"]["who"] == "ann" and decided["decision"]["call"] == bodies[0]["roll_id"]
+    finally:
+        service.close()
