@@ -135,3 +135,21 @@ def test_mm_to_px_is_the_inverse_homography():
     assert np.allclose(m / m[2, 2], np.eye(3))
     u, v, w = src.homography_mm_to_px @ np.array([src.geometry.length, 0.0, 1.0])
     assert 0 < u / w < 640 and 0 < v / w < 360
+
+
+def test_still_moving_throw_moves_past_its_timeout():
+    src = SimSource("still-moving", 2, width=320, height=180, fps=30, throws=1, timeout_s=1.0,
+                    idle_s=0.0, rest_s=0.2)
+    frames = list(src.frames())
+    late = [f for f in frames if f.truth["phase"] == "motion" and f.truth["throw_t"] > 1.2]
+    assert late and all(any(d["moving"] for d in f.truth["dice"]) for f in late[:10])
+    rest = [f for f in frames if f.truth["phase"] == "rest"]
+    assert rest and "still-moving" in rest[-1].truth["irregularities"]
+
+
+def test_scenario_stacks_are_in_the_truth():
+    src = SimSource("cocked-on-chips", 1, width=320, height=180, fps=20, throws=1, idle_s=0.0, rest_s=0.1)
+    f = list(src.frames())[-1]
+    assert len(f.truth["stacks"]) == 1 and f.truth["stacks"][0]["height_mm"] == pytest.approx(6.6)
+    assert len(src.chip_stacks) == len(src.geometry.stacks)
+    assert "cocked-on-chips" in f.truth["irregularities"]
