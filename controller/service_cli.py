@@ -272,19 +272,24 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
 
         reader = functools.partial(read_dice, expected_side_px=die_side) if die_side else read_dice
     area = list(cfg.vision.table_area) or source_table_area(source)
-    driver = lamp_driver if lamp_driver is not None else build_lamp_driver(cfg)
-    store = StateStore(cfg.state.db)
+    opened: list = []  # what this function opened, closed again if the start fails
+    if publisher is None:
+        publisher = build_publisher(cfg)
+        opened.append(publisher)
     try:
-        publisher = publisher if publisher is not None else build_publisher(cfg)
-    except SetupError:
-        store.close()
-        driver.close()
-        raise
-    try:
+        driver = lamp_driver if lamp_driver is not None else build_lamp_driver(cfg)
+        if lamp_driver is None:
+            opened.append(driver)
         observer, closers = build_observer(cfg, source, area)
-    except SetupError:
-        store.close()
-        driver.close()
+        opened.extend(closers)
+        store = StateStore(cfg.state.db)
+    except BaseException:
+        for thing in reversed(opened):  # nothing half-open is left behind
+            close = thing if callable(thing) else thing.close
+            try:
+                close()
+            except Exception:  # noqa: BLE001
+                log.exception("error while closing after a failed start")
         raise
     v = cfg.vision
     service = TableService(
