@@ -25,7 +25,8 @@ Known differences that remain (each demonstrated in tests/test_settlement_crossc
 * A winning place bet stays up in crapssim; here it comes down with its payout and the
   player makes it again (same money on every roll).
 
-Usage: ``python -m settlement.crosscheck --rolls 100000 --seed 1``.
+Usage: ``python -m settlement.crosscheck --rolls 100000 --seed 1`` (measured: 3,640,095
+decisions + 11,644 fire decisions, 0 unexplained; 1,902 void-vs-push, 1 fire-six-points).
 """
 from __future__ import annotations
 
