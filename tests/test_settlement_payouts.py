@@ -375,7 +375,8 @@ def test_cli_bad_input_exit_2(tmp_path, capsys):
 
 
 def test_settlement_does_not_import_controller():
-    code = ("import sys, settlement.engine, settlement.cli, settlement.ledger, settlement.house_edge;"
+    code = ("import sys, settlement.engine, settlement.cli, settlement.ledger, settlement.house_edge, "
+            "settlement.service, settlement.fast, settlement.crosscheck;"
             "print(any(m == 'controller' or m.startswith('controller.') for m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert r.stdout.strip() == "False", r.stderr
