@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import queue
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -200,6 +201,7 @@ class TableService:
         self.metrics = metrics
         #: callables run by :meth:`close` (e.g. the boxperson command server)
         self.closers: list[Callable[[], None]] = []
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._crop = None
         if read_crop and area is not None:
             pts = np.asarray(area, dtype=np.float64).reshape(-1, 2)
@@ -255,6 +257,30 @@ class TableService:
             raise
         return self.stats
 
+    def post(self, event: str, **details) -> None:
+        """Hand the service an event from another thread (the firmware bridge's dispatch
+        thread); it is applied before the next frame. Events: ``"shooter-button"`` (the shooter
+        passes the dice: :meth:`relinquish`), ``"link"`` with ``up`` and ``reason`` (the
+        microcontroller link: a fault and an alarm while it is down)."""
+        self._inbox.put((event, details))
+
+    def _drain_inbox(self) -> None:
+        while True:
+            try:
+                event, details = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if event == "shooter-button":
+                log.info("shooter button: the shooter passes the dice")
+                self.relinquish()
+            elif event == "link":
+                if details.get("up"):
+                    self._clear_fault("bridge")
+                else:
+                    self._raise_fault("bridge", f"firmware link down: {details.get('reason') or 'no reason given'}")
+            else:
+                log.warning("unknown service event %r ignored", event)
+
     def relinquish(self, compulsory: bool = False) -> GameState:
         """The shooter passes the dice (voluntary) or is ordered to (compulsory): the next
         shooter takes over; published as a ``"state"`` message (``event: "new-shooter"``).
@@ -298,6 +324,7 @@ class TableService:
             self._raise_fault("frame", str(exc))
             return None
         self._clear_fault("frame")
+        self._drain_inbox()
         if self._outbox_blocked and time.monotonic() - self._last_retry >= 1.0:
             self._last_retry = time.monotonic()
             self._flush_outbox()

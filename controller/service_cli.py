@@ -182,6 +182,7 @@ def build_lamp_driver(cfg: TableConfig) -> LampDriver:
             raise SetupError(f"lamps.driver = 'firmware': the firmware bridge is not available ({exc})") from None
         try:
             link = FirmwareLink(cfg.firmware).start()
+            link.wait_up(2.0)  # not up in time: the service starts with the fault shown
         except Exception as exc:  # noqa: BLE001 - reported with the section that chose it
             raise SetupError(f"firmware.port {cfg.firmware.port!r}: {exc}") from exc
         return _LinkedLamps(FirmwareLampDriver(link), link)
@@ -206,6 +207,11 @@ class _LinkedLamps:
 
     def __init__(self, driver: LampDriver, link) -> None:
         self._driver, self._link = driver, link
+
+    @property
+    def link(self):
+        """The firmware link (its input events feed the service)."""
+        return self._link
 
     def set_lamp(self, name: str, mode: str, brightness: float = 1.0) -> None:
         """See :class:`controller.lamps.LampDriver`."""
@@ -304,7 +310,29 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         journalled_rolls=lambda after: journal_roll_ids(cfg.bus.journal_path, after),
         observe=observer)
     service.closers.extend(closers)
+    link = getattr(driver, "link", None)
+    if link is not None:
+        connect_firmware_inputs(link, service)
     return service, publisher
+
+
+def connect_firmware_inputs(link, service: TableService) -> None:
+    """Feed the microcontroller's inputs to the service: the shooter button passes the dice
+    (9 NYCRR 5324.52(i)(1), N.J.A.C. 13:69F-1.11(a)), far-wall strikes go to the irregularity
+    detectors (5324.52(k)(2)(ii)), the link going down or up raises or clears a fault."""
+    from firmware_bridge.protocol import InputId
+
+    def on_event(ev) -> None:
+        if ev.input == InputId.SHOOTER_BUTTON and ev.value == 1:
+            service.post("shooter-button")
+        elif ev.input == InputId.FAR_WALL_STRIKE and hasattr(service.observe, "wall_strike"):
+            service.observe.wall_strike(ev.event_time or ev.host_time)
+
+    def on_status(status) -> None:
+        service.post("link", up=bool(status.up), reason=str(status.reason))
+
+    link.add_event_listener(on_event)
+    link.add_link_listener(on_status)
 
 
 def _source_calibration(source: object):

@@ -631,3 +631,40 @@ def test_decide_command_reaches_the_service(tmp_path):
         assert decided["decision"]["who"] == "ann" and decided["decision"]["call"] == bodies[0]["roll_id"]
     finally:
         service.close()
+
+
+def test_firmware_shooter_button_and_link_fault(tmp_path):
+    """lamps.driver = "firmware" on the simulated MCU: the shooter button passes the dice, the
+    lamps follow the game on the MCU, a link going down raises a fault."""
+    from firmware_bridge.mcu_sim import SimulatedMcu
+
+    with SimulatedMcu() as mcu:
+        cfg = TableConfig.model_validate({
+            "table": {"id": "t-test"}, "vision": {"still_frames": 5},
+            "lamps": {"driver": "firmware"}, "firmware": {"port": str(mcu.path)},
+            "state": {"db": str(tmp_path / "state.sqlite")},
+            "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")}})
+        pub = ListPublisher()
+        service, _ = build_service(cfg, None, publisher=pub, reader=fake_reader)
+        try:
+            bodies, t = run_throws(service, [[(5, 100, 100), (5, 200, 120)]])  # point 10
+            assert mcu.wait_until(lambda: mcu.lamp("point-10")[0] == "on", 5)
+            mcu.press_shooter_button()
+            deadline = time.monotonic() + 5
+            k = 0
+            while service.store.state.shooter == 1 and time.monotonic() < deadline:
+                service.process(Frame(scene_image([(5, 100, 100), (5, 200, 120)]), t + k / 30, 500 + k))
+                k += 1
+                time.sleep(0.01)
+            assert service.store.state.shooter == 2 and service.store.state.point == 10
+            assert pub.sent[-1][1]["event"] == "new-shooter"
+            mcu.disconnect(reconnect_after_s=None)
+            deadline = time.monotonic() + 5
+            while service.lamps.shown.get("fault") != "on" and time.monotonic() < deadline:
+                service.process(Frame(scene_image([(5, 100, 100), (5, 200, 120)]), t + k / 30, 500 + k))
+                k += 1
+                time.sleep(0.02)
+            assert service.lamps.shown["fault"] == "on"
+            assert [b["code"] for tp, b in pub.sent if tp == "alarm"][-1:] == ["bridge-fault"]
+        finally:
+            service.close()
