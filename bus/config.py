@@ -124,17 +124,35 @@ class BusConfig(BaseModel):
         return cfg
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        lo, hi = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_tcp_ports(n: int = 1) -> list[int]:
-    """``n`` distinct TCP ports on 127.0.0.1 that were free a moment ago (the kernel's choice)."""
+    """``n`` distinct TCP ports on 127.0.0.1, free now and outside the kernel's ephemeral range.
+
+    Outside the ephemeral range because a listening port taken from it can be handed, while its
+    server is down (restarting), to a client's outgoing connection, and a client reconnecting
+    to 127.0.0.1:P from local port P connects to itself: the server then cannot bind again.
+    """
+    import random
     import socket
 
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            socks.append(s)
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    lo, hi = _ephemeral_range()
+    candidates = list(range(20000, lo)) if lo > 21000 else list(range(hi + 1, 65536))
+    random.SystemRandom().shuffle(candidates)
+    found: list[int] = []
+    for port in candidates:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == n:
+            return found
+    raise OSError("no free TCP port outside the ephemeral range on 127.0.0.1")

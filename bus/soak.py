@@ -111,6 +111,10 @@ def _settle(cfg: BusConfig, db: Path, state: Path, count: int, timeout_s: float,
             conn.execute(f"UPDATE applied SET t_applied_ns=? WHERE seq BETWEEN ? AND ?", (done, rows[0][0], rows[-1][0]))
             conn.execute("PRAGMA synchronous=FULL")
             sub.ack(last)  # cumulative
+        if last < count:
+            print(f"settle: timed out at seq {last} of {count}; subscriber stats {sub.stats} "
+                  f"rejections {sub.rejections} head {sub._head} contig {sub._contig} "
+                  f"pending {len(sub._pending)} next {sub._next}", file=sys.stderr)
     conn.close()
     return 0 if last >= count else 1
 

@@ -30,9 +30,20 @@ from bus.subscriber import RollSubscriber
 SOAK_ROLLS = int(os.environ.get("BUS_SOAK_ROLLS", "3000"))
 
 
-def _spawn(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bus.soak", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+def _spawn(*args: str, log: Path | None = None) -> subprocess.Popen:
+    """Start ``python -m bus.soak ARGS``; its stderr is appended to ``log`` (a file, never a
+    pipe nobody reads, which would block a chatty process once full)."""
+    err = open(log, "ab") if log is not None else subprocess.DEVNULL
+    try:
+        return subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "bus.soak", *args],
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    finally:
+        if log is not None:
+            err.close()
+
+
+def _tail(path: Path, n: int = 3000) -> str:
+    return path.read_bytes()[-n:].decode(errors="replace") if path.exists() else ""
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -64,8 +75,10 @@ def test_soak_sigkill_subscriber_and_publisher(tmp_path: Path):
     db = tmp_path / "applied.sqlite"
     pub_args = ("publish", "--config", str(cfg_file), "--count", str(n), "--rate", "700")
     sub_args = ("settle", "--config", str(cfg_file), "--db", str(db), "--count", str(n), "--timeout", "120")
-    pub, sub = _spawn(*pub_args), _spawn(*sub_args)
+    pub_log, sub_log = tmp_path / "publisher.log", tmp_path / "settlement.log"
+    pub, sub = _spawn(*pub_args, log=pub_log), _spawn(*sub_args, log=sub_log)
     kills = {"publisher": 0, "subscriber": 0}
+    unexpected: list[str] = []
     next_pub_kill, next_sub_kill = 700, 500
     deadline = time.monotonic() + 150
     try:
@@ -76,21 +89,25 @@ def test_soak_sigkill_subscriber_and_publisher(tmp_path: Path):
                 _kill(pub)
                 kills["publisher"] += 1
                 next_pub_kill += 700
-                pub = _spawn(*pub_args)
+                pub = _spawn(*pub_args, log=pub_log)
             if applied >= next_sub_kill and next_sub_kill < n:
                 _kill(sub)
                 kills["subscriber"] += 1
                 next_sub_kill += 500
-                sub = _spawn(*sub_args)
+                sub = _spawn(*sub_args, log=sub_log)
+            if pub.poll() is not None:  # died on its own: restart it, as a supervisor would
+                unexpected.append(f"publisher exit status {pub.returncode}")
+                pub = _spawn(*pub_args, log=pub_log)
             if sub.poll() is not None:
                 break
             time.sleep(0.01)
         rc = sub.wait(timeout=5)
-        err = sub.stderr.read().decode(errors="replace")
     finally:
         _kill(sub)
         _kill(pub)
-    assert rc == 0, err[-2000:]
+    assert rc == 0, (f"settlement exit status {rc}, kills {kills}, {unexpected}: {_tail(sub_log)}\n"
+                     f"publisher log: {_tail(pub_log)}")
+    assert unexpected == [], _tail(pub_log)
     conn = sqlite3.connect(str(db))
     rows = conn.execute("SELECT seq, n FROM applied ORDER BY seq").fetchall()
     violations = conn.execute("SELECT what, seq FROM violations").fetchall()
