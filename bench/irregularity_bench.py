@@ -206,7 +206,18 @@ class Bench:
         else:
             track = th.track
             readings = truth_readings(th.states, ren, cal)
-        return {"throw": th, "calibration": cal, "readings": readings, "track": track}
+        # each die at rest on the felt: the reading nearest its upper face's centre (value, confidence)
+        reads = []
+        for st in th.states:
+            if st.rests_on != "felt" or not st.flat:
+                continue
+            cx, cy = ren.die_centre_px(DicePose(st.pos_mm, st.quat))
+            near = min(readings, key=lambda r: (r.centre[0] - cx) ** 2 + (r.centre[1] - cy) ** 2, default=None)
+            if near is None or (near.centre[0] - cx) ** 2 + (near.centre[1] - cy) ** 2 > 100:
+                reads.append((st.value, None, 0.0))
+            else:
+                reads.append((st.value, near.value, float(near.confidence)))
+        return {"throw": th, "calibration": cal, "readings": readings, "track": track, "reads": reads}
 
     def decide(self, seen: dict, profile: IrregularityProfile | None = None) -> dict:
         """Decide an observed throw under ``profile`` (default the bench's) and compare."""
@@ -222,7 +233,8 @@ class Bench:
         wrong_value = got[0] == "roll" and (expected[0] != "roll" or got[2] != expected[2])
         return {"scenario": th.scenario, "seed": th.seed, "expected": expected, "got": got, "right": right,
                 "wrong_value": wrong_value, "notes": observed.notes,
-                "truth": [(s.value, s.rests_on, s.flat, s.struck_far_wall) for s in th.states]}
+                "truth": [(s.value, s.rests_on, s.flat, s.struck_far_wall) for s in th.states],
+                "reads": seen.get("reads", [])}
 
     def one(self, scenario: str, seed: int) -> dict:
         """Simulate, decide, compare: a result row."""
@@ -283,6 +295,15 @@ def main(argv: list[str] | None = None) -> int:
         wrong = sum(r["wrong_value"] for r in nat)
         print(f"natural: {n} throws, {wrong} valid rolls with a wrong value, {box} to the boxperson "
               f"({100 * box / n:.2f} %; target <= 0.5 %)")
+    reads = [x for rs in rows.values() for r in rs for x in r["reads"]]
+    if reads and args.mode == "camera":
+        print("reader on flat dice at rest on the felt (all scenarios): confidence bin -> read, right, wrong")
+        for lo, hi in ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01)):
+            b = [x for x in reads if lo <= x[2] < hi]
+            right = sum(1 for t, v, _ in b if v == t)
+            wrong = sum(1 for t, v, _ in b if v is not None and v != t)
+            print(f"  [{lo:.1f}, {min(hi, 1.0):.1f}): {len(b):5d} {right:5d} {wrong:5d}")
+        print(f"  not found: {sum(1 for x in reads if x[1] is None and x[2] == 0.0)} of {len(reads)}")
     for s, rs in rows.items():
         bad = [r for r in rs if not r["right"] or r["got"][1] != r["expected"][1]][: args.show_wrong]
         for r in bad:
