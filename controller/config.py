@@ -140,12 +140,15 @@ class RulesSection(_Section):
             Without it, a die is in play when its centre is inside ``[vision] table_area``.
         wall_sensor: the rig has a far-wall strike sensor (firmware bridge): its strikes are
             evidence for 9 NYCRR 5324.52(k)(2)(ii).
+        track: follow the dice through the motion frames (needs a calibration) to tell whether
+            each struck the far wall (9 NYCRR 5324.52(k)(2)(ii)); off: only the sensor decides.
     """
 
     profile: str = "ny-5324"
     actions: dict[str, str] = Field(default_factory=dict)
     calibration: Path | None = None
     wall_sensor: bool = False
+    track: bool = True
 
     def load_profile(self):
         """The :class:`controller.irregularity_profile.IrregularityProfile` (checked at load)."""

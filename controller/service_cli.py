@@ -405,7 +405,8 @@ def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object,
         calibration = _source_calibration(source)
     registry = CallRegistry(timeout_s=cfg.boxperson.timeout_s)
     observer = ThrowObserver(cfg.rules.load_profile(), calibration=calibration, registry=registry,
-                             wall_sensor=cfg.rules.wall_sensor, min_presence=cfg.vision.min_presence)
+                             wall_sensor=cfg.rules.wall_sensor, track=cfg.rules.track,
+                             min_presence=cfg.vision.min_presence)
     hook = AreaZones(observer, area) if calibration is None and area else observer
     closers = []
     if cfg.boxperson.endpoint:
