@@ -20,6 +20,9 @@ from vision.layout import LayoutFit, fit_layout
 
 #: Pip-to-face contrast (Lab distance units) below which nothing counts as a pip.
 MIN_PIP_CONTRAST = 28.0
+#: Also veto a read for any same-polarity connected blob near the face (coarser than the
+#: candidate check; off: it fires on the inner edges of translucent dice).
+STRAY_COMPONENTS = True
 #: Layout misfit (fraction of the pip pitch) above which a face is not read.
 MAX_LAYOUT_ERROR = 0.30
 
@@ -256,9 +259,9 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
     if fit.error > MAX_LAYOUT_ERROR:
         return FaceRead(None, 0.2, rc, pips, fit, reason=f"layout error {fit.error:.2f}")
     cmin = min(p.contrast for p in pips)
-    reach = 0.45 * side if fit.value == 1 else 1.5 * fit.pitch
+    reach = 0.35 * side if fit.value == 1 else 1.5 * fit.pitch
     amin = max(2.0, 0.25 * min(p.area for p in pips))
-    if stray_blobs(dmap, sel, pips, max(0.35 * cmin, 0.6 * MIN_PIP_CONTRAST), (cx, cy), reach, amin):
+    if STRAY_COMPONENTS and stray_blobs(dmap, sel, pips, max(0.5 * cmin, 0.6 * MIN_PIP_CONTRAST), (cx, cy), reach, amin):
         return FaceRead(None, 0.2, rc, pips, fit, reason="stray blob on face")
     # For 1, 2 and 3 (few pips, so a partial view of a larger face fits them) any
     # unread pip-like blob in the die's region vetoes the read.
