@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from controller.irregularity_profile import load_profile
+from controller.reasons import Reason
 from controller.track import ThrowTracker
 
 pytest.importorskip("mujoco")
@@ -32,32 +33,34 @@ def bench():
     return B.Bench(load_profile("ny-5324"), "truth")
 
 
-#: scenario -> (ny-5324, nj-13-47, house-practice) verdict kind and reason code (seed 0 and 1)
-CASES = {
-    "natural": (("roll", None), ("roll", None), ("roll", None)),
-    "die-on-die": (("no-roll", "far-wall-missed"), ("boxperson", "die-on-die"), ("no-roll", "far-wall-missed")),
-    "in-dice-cup": (("no-roll", "far-wall-missed"), ("boxperson", "die-in-dice-cup"),
-                    ("no-roll", "far-wall-missed")),
-    "on-rail": (("no-roll", "far-wall-missed"), ("boxperson", "die-on-rail"), ("no-roll", "far-wall-missed")),
-    "cocked-two-objects": (("no-roll", "far-wall-missed"), ("no-roll", "die-on-several-objects"),
-                           ("no-roll", "far-wall-missed")),
-    "cocked-on-chips": (("no-roll", "far-wall-missed"), ("boxperson", "die-not-flat"),
-                        ("no-roll", "far-wall-missed")),
-    "still-moving": (("no-roll", "not-at-rest"),) * 3,
+#: scenario -> the nj-13-47 verdict (kind, reason code). N.J.A.C. 13:47-20.25 does not require the
+#: far-wall strike, so the scenario's own irregularity decides there; under ny-5324 and
+#: house-practice the forced die usually also missed the far wall (docs/simulator.md), so those
+#: are checked against the verdict worked out from the ground truth.
+NJ = {
+    "natural": ("roll", None),
+    "die-on-die": ("boxperson", "die-on-die"),
+    "in-dice-cup": ("boxperson", "die-in-dice-cup"),
+    "on-rail": ("boxperson", "die-on-rail"),
+    "cocked-two-objects": ("no-roll", "die-on-several-objects"),
+    "cocked-on-chips": ("boxperson", "die-not-flat"),
+    "still-moving": ("no-roll", "not-at-rest"),
 }
 
 
-@pytest.mark.parametrize("scenario, seed", [(s, 0) for s in CASES] + [("natural", 1), ("die-on-die", 1)])
+@pytest.mark.parametrize("scenario, seed", [(s, 0) for s in NJ] + [("natural", 1), ("die-on-die", 1)])
 def test_verdict_per_scenario_matches_ground_truth(bench, scenario, seed):
     seen = bench.observe(scenario, seed)
-    for k, name in enumerate(PROFILES):
+    for name in PROFILES:
         row = bench.decide(seen, load_profile(name))
-        kind, reason = CASES[scenario][k]
-        got_reason = None if row["got"][1] is None else row["got"][1].value
-        assert (row["got"][0], got_reason) == (kind, reason), (name, row)
-        assert row["right"], (name, row)
-        if kind == "roll":
-            assert row["got"][2] == row["expected"][2]
+        assert row["got"] == row["expected"], (name, row)
+        if name == "nj-13-47":
+            got_reason = None if row["got"][1] is None else row["got"][1].value
+            assert (row["got"][0], got_reason) == NJ[scenario], row
+        if scenario == "still-moving":
+            assert row["got"][:2] == ("no-roll", Reason.NOT_AT_REST)
+        if scenario == "natural":
+            assert row["got"][0] == "roll" and row["got"][2] == tuple(sorted(s.value for s in seen["throw"].states))
 
 
 def test_off_table_is_void_in_every_profile(bench):
