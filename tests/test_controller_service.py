@@ -668,3 +668,13 @@ def test_firmware_shooter_button_and_link_fault(tmp_path):
             assert [b["code"] for tp, b in pub.sent if tp == "alarm"][-1:] == ["bridge-fault"]
         finally:
             service.close()
+
+
+def test_default_observation_without_observer(tmp_path):
+    """TableService without an observe hook places dice by the table area alone."""
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub, table_area=[[0, 0], [250, 0], [250, 240], [0, 240]])
+    service.observe = None
+    bodies, _ = run_throws(service, [[(3, 100, 100), (4, 290, 120)], [(3, 100, 100), (4, 200, 120)]])
+    assert [(b["verdict"], b["reason"]) for b in bodies] == [("no-roll", "die-outside-area"), ("roll", None)]
+    service.close()
