@@ -144,3 +144,22 @@ def test_missing_file_and_bad_toml(tmp_path: Path):
     good = tmp_path / "mine.toml"
     good.write_text((PROFILE_DIR / "house-practice.toml").read_text().replace('"house-practice"', '"mine"'))
     assert load_profile(good).name == "mine"
+
+
+@pytest.mark.parametrize("name, obs, lamp", [
+    ("ny-5324", [_obs(3, 10), _obs(6, 12, on_die=True)], "no-roll"),
+    ("nj-13-47", [_obs(3, 10), _obs(6, 12, on_die=True)], "call-boxperson"),
+    ("ny-5324", [_obs(3, 10), _obs(None, 50)], "call-boxperson"),
+])
+def test_verdicts_light_no_roll_or_call_boxperson(name, obs, lamp):
+    """The verdict kinds the profiles give are the ones the lamp controller shows (controller/lamps.py)."""
+    from controller.game import GameState
+    from controller.lamps import LampController, NullLampDriver
+
+    v = decide(obs, ThrowFacts(), policy=load_profile(name).policy)
+    drv = NullLampDriver()
+    ctl = LampController(drv, flash_s=3.0)
+    ctl.verdict(v.kind, 10.0)
+    ctl.update(GameState(), "decided", 10.5)
+    lit = {n for n, m in drv.modes.items() if m == "flash"}
+    assert lit == {lamp}
