@@ -82,8 +82,13 @@ def generate_keys(directory: Path, name: str, *, force: bool = False) -> KeyFile
         raise FileExistsError(f"key files exist (use force to overwrite): {', '.join(map(str, existing))}")
     for p in existing:
         p.unlink()
-    pub, sec = zmq.auth.create_certificates(str(d), name)
+    old_umask = os.umask(0o077)  # the secret certificate is never readable by others, not even briefly
+    try:
+        pub, sec = zmq.auth.create_certificates(str(d), name)
+    finally:
+        os.umask(old_umask)
     os.chmod(sec, 0o600)
+    os.chmod(pub, 0o644)
     sk = nacl.signing.SigningKey.generate()
     _write_private(kf.sign_secret, sk.encode().hex() + "\n")
     kf.sign_public.write_text(sk.verify_key.encode().hex() + "\n")

@@ -279,8 +279,7 @@ class RollPublisher:
         journal = Journal(self.cfg.journal_path)  # reads replays (and prunes, if asked)
         acks = AckStore(acks_path(self.cfg.journal_path))
         poller = zmq.Poller()
-        poller.register(self._router, zmq.POLLIN)
-        poller.register(self._xpub, zmq.POLLIN)
+        poller.register(self._router, zmq.POLLIN)  # never the XPUB: see _drain_subscriptions
         try:
             while not self._stop.is_set():
                 try:
@@ -308,15 +307,7 @@ class RollPublisher:
                 except zmq.Again:
                     break
                 self._handle_request(journal, acks, frames)
-        if self._xpub in events:
-            with self._send_lock:
-                for _ in range(100):
-                    try:
-                        ev = self._xpub.recv(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    if ev[:1] == b"\x01":
-                        log.info("bus subscriber joined (filter %r)", ev[1:])
+        self._drain_subscriptions()
         if self._auto_hb and not self._closed and time.monotonic() - self._last_send >= hb:
             self.heartbeat()
         if time.monotonic() - self._last_checkpoint >= 1.0:
@@ -325,6 +316,25 @@ class RollPublisher:
             if self.cfg.prune_acked and self._prune_due:
                 self._prune(journal, acks)
                 self._prune_due = False
+
+    def _drain_subscriptions(self) -> None:
+        """Read the XPUB's subscription messages, under the send lock.
+
+        The XPUB is shared with the publishing thread, so every use of it, including the
+        ``ZMQ_EVENTS`` check a poll makes, must hold ``_send_lock``: polling it from this thread
+        while the other sends corrupts libzmq's pipe state (``pipe.cpp`` assertion, seen in the
+        soak test). So it is never in the poller; this non-blocking read runs every loop.
+        """
+        with self._send_lock:
+            for _ in range(100):
+                try:
+                    ev = self._xpub.recv(zmq.NOBLOCK)
+                except zmq.Again:
+                    return
+                if ev[:1] == b"\x01":
+                    log.info("bus subscriber joined (filter %r)", ev[1:])
+                elif ev[:1] == b"\x00":
+                    log.info("bus subscriber left (filter %r)", ev[1:])
 
     def _handle_request(self, journal: Journal, acks: AckStore, frames: list) -> None:
         ident = frames[0].bytes
