@@ -120,7 +120,7 @@ class Tolerances:
     """
 
     on_die_ratio: float = 0.8
-    leaning_ratio: float = 1.15
+    leaning_ratio: float = 1.05
     merged_area_ratio: float = 2.6
     support_margin: float = 0.35
     contact_margin: float = 0.9
