@@ -347,7 +347,26 @@ def _source_calibration(source: object):
     geometry = getattr(source, "geometry", None)
     die_mm = getattr(geometry, "die_size", None)
     kw = {"die_size_mm": float(die_mm)} if die_mm else {}
+    height = getattr(source, "camera_height_mm", None)
+    if height:
+        kw["camera_height_mm"] = float(height)
     return Calibration.from_homography(hom, zones, **kw)
+
+
+def _source_objects(source: object) -> list:
+    """The chip stacks a source knows are on the layout (``SimSource.chip_stacks``), as the
+    irregularity detectors' table objects."""
+    stacks = getattr(source, "chip_stacks", None) or []
+    from controller.irregularity import TableObject
+
+    out = []
+    for st in stacks:
+        try:
+            out.append(TableObject(float(st["x_mm"]), float(st["y_mm"]), float(st["radius_mm"]),
+                                   float(st["height_mm"])))
+        except (KeyError, TypeError, ValueError):
+            log.warning("chip stack %r of the source ignored (not x_mm, y_mm, radius_mm, height_mm)", st)
+    return out
 
 
 class AreaZones:
@@ -405,6 +424,7 @@ def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object,
         calibration = _source_calibration(source)
     registry = CallRegistry(timeout_s=cfg.boxperson.timeout_s)
     observer = ThrowObserver(cfg.rules.load_profile(), calibration=calibration, registry=registry,
+                             objects=_source_objects(source),
                              wall_sensor=cfg.rules.wall_sensor, track=cfg.rules.track,
                              min_presence=cfg.vision.min_presence)
     hook = AreaZones(observer, area) if calibration is None and area else observer
