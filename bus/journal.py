@@ -102,17 +102,27 @@ class Journal:
         ``build(seq, journal_id) -> (ts, wire_bytes)`` makes the signed envelope once the
         number is known; if it raises, nothing is written. Returns ``(seq, wire_bytes)`` after
         the transaction has been committed (fsync'd, ``synchronous=FULL``).
+
+        Raises:
+            JournalError: the journal cannot be written (disk full, I/O error, locked); nothing
+                was written.
         """
         c = self._conn
-        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise JournalError(f"{self.path}: cannot write the journal: {exc}") from exc
         try:
             seq = int(c.execute("SELECT value FROM meta WHERE key='last_seq'").fetchone()[0]) + 1
             ts, wire = build(seq, self.journal_id)
             c.execute("INSERT INTO messages(seq, topic, ts, envelope) VALUES(?,?,?,?)", (seq, topic, ts, wire))
             c.execute("UPDATE meta SET value=? WHERE key='last_seq'", (str(seq),))
             c.execute("COMMIT")
-        except BaseException:
-            c.execute("ROLLBACK")
+        except BaseException as exc:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise JournalError(f"{self.path}: cannot write the journal (nothing was published): {exc}") from exc
             raise
         return seq, wire
 

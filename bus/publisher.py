@@ -176,7 +176,8 @@ class RollPublisher:
 
         Raises:
             ValueError: reserved or malformed topic, body not plain JSON; TypeError: body not a
-                dict; RuntimeError: publisher closed. Nothing is journalled in these cases.
+                dict; RuntimeError: publisher closed; bus.journal.JournalError: the journal
+                cannot be written (disk full, I/O error). Nothing is journalled or sent then.
         """
         if self._closed:
             raise RuntimeError("publisher is closed")

@@ -452,3 +452,19 @@ def test_wire_level_altered_and_replayed_messages(cfg: BusConfig, tmp_path: Path
     finally:
         xpub.close(0)
         ctx.term()
+
+
+def test_journal_write_failure_is_clear_and_publishes_nothing(cfg: BusConfig, tmp_path: Path):
+    from bus.journal import JournalError
+
+    with RollPublisher(cfg) as pub:
+        pub.publish("roll", {"n": 1})
+        blocker = __import__("sqlite3").connect(str(cfg.journal_path), timeout=0.1)
+        blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock (stands in for an I/O error)
+        pub._journal._conn.execute("PRAGMA busy_timeout=100")
+        with pytest.raises(JournalError, match="cannot write the journal"):
+            pub.publish("roll", {"n": 2})
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        assert pub.last_seq == 1
+        assert pub.publish("roll", {"n": 2})["seq"] == 2
