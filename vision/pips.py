@@ -103,7 +103,10 @@ def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip]
     k = max(3, int(round(1.6 * r)) | 1)
     dil = cv2.dilate(mag, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
     floor = MIN_PIP_CONTRAST / 2.0
-    pk = (mag >= dil) & sel & (mag > floor)
+    # Pips of one face have similar contrast: peaks far weaker than the strongest are
+    # texture, not pips (a quarter keeps a faint pip for the vetoes below).
+    top = float(mag[sel].max())
+    pk = (mag >= dil) & sel & (mag > max(floor, 0.25 * top))
     ys, xs = np.nonzero(pk)
     order = np.argsort(-mag[ys, xs])[:40]
     amin = max(3.0, (0.06 * side) ** 2)

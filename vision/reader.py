@@ -19,7 +19,8 @@ import cv2
 import numpy as np
 
 from camera.base import check_image
-from vision.pips import FaceRead, read_face
+from vision.layout import LayoutFit
+from vision.pips import FaceRead, Pip, read_face
 from vision.segment import Region, background_distance, find_regions, lab_image
 from vision.types import DieReading
 
@@ -43,6 +44,31 @@ def _die_side(regions: list[Region], expected_side_px: float | None) -> float | 
     if not sides:
         return None
     return float(np.median(sides))
+
+
+#: Dice larger than this (pixels per side) are read on a reduced crop: the pip search costs
+#: grow with the area, and nothing is gained past this resolution.
+READ_SIDE_PX = 36.0
+
+
+def _read_scaled(crop: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
+    """Read a die region, reduced first so the die is about READ_SIDE_PX across; the
+    result is returned in the crop's own pixels."""
+    s = READ_SIDE_PX / side
+    if s >= 0.8:
+        return read_face(crop, mask, side)
+    h, w = mask.shape
+    size = (max(4, int(round(w * s))), max(4, int(round(h * s))))
+    sx, sy = size[0] / w, size[1] / h
+    small = cv2.resize(crop, size, interpolation=cv2.INTER_AREA)
+    smask = cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST)
+    f = read_face(small, smask, side * (sx + sy) / 2)
+    k = 2.0 / (sx + sy)
+    fit = f.fit
+    if fit is not None:
+        fit = LayoutFit(fit.value, fit.error, fit.pitch * k, (fit.centre[0] / sx, fit.centre[1] / sy), fit.aspect)
+    pips = [Pip(p.x / sx, p.y / sy, p.area * k * k, p.elongation, p.contrast) for p in f.pips]
+    return FaceRead(f.value, f.confidence, (f.centre[0] / sx, f.centre[1] / sy), pips, fit, f.reason)
 
 
 def _die_shaped(mask: np.ndarray) -> bool:
@@ -167,7 +193,7 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> li
         x1, y1 = min(w, x1 + pad), min(h, y1 + pad)
         rmask = np.zeros((y1 - y0, x1 - x0), np.uint8)
         cv2.drawContours(rmask, [r.contour], -1, 255, -1, offset=(-x0, -y0))
-        fr = read_face(lab[y0:y1, x0:x1], rmask, float(np.sqrt(r.area)))
+        fr = _read_scaled(lab[y0:y1, x0:x1], rmask, float(np.sqrt(r.area)))
         singles.append((r, (x0, y0, x1, y1), rmask, fr))
     # Refine the die size from the regions that read as one clean die.
     if not expected_side_px:
@@ -187,7 +213,7 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> li
             for pm in necks if by_neck else (_split(rmask, k) if k >= 2 else []):
                 pa = float(cv2.countNonZero(pm))
                 if pa >= 0.3 * die_area:
-                    f = read_face(crop, pm, float(np.sqrt(pa)))
+                    f = _read_scaled(crop, pm, float(np.sqrt(pa)))
                     if not by_neck and f.value is not None and f.value <= 2:
                         # A straight cut through a die leaves half a face: one or two pips
                         # there prove nothing.
