@@ -71,7 +71,7 @@ class RollSubscriber:
         self.cfg = cfg
         self._on_alarm = on_alarm
         self.stats = {"delivered": 0, "duplicates": 0, "replay_requests": 0, "replayed": 0,
-                      "heartbeats": 0, "rejected": 0}
+                      "heartbeats": 0, "rejected": 0, "auth_failures": 0}
         self.rejections: dict[str, int] = {}
         kf_table = key_files(cfg.keys_dir, cfg.table_key)
         kf_sub = key_files(cfg.keys_dir, cfg.subscriber_key)
@@ -384,7 +384,7 @@ class RollSubscriber:
                     self._send_ack()
             elif kind in (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
                           zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL):
-                self.stats["auth_failures"] = self.stats.get("auth_failures", 0) + 1
+                self.stats["auth_failures"] += 1
                 now = time.monotonic()
                 # libzmq does not reconnect after a refused handshake: try again later, in case
                 # the table's allow-list is fixed meanwhile
