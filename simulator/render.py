@@ -151,6 +151,7 @@ class Renderer:
         self.rng = np.random.default_rng(seed)
         self.die_body, self.pip_colour = DIE_COLOURS[self.c.die_colour]
         self._build_die_model()
+        self._cache: dict = {}
         self.background, self.table_mask = self._draw_background()
         same = noise_from is not None and noise_from.c == self.c
         self._noise = noise_from._noise if same else self._noise_bank(6)
@@ -410,30 +411,45 @@ class Renderer:
         """
         k_noise = frame_index % len(self._noisy)
         img = self._noisy[k_noise].copy()
-        order = sorted(range(len(dice)), key=lambda i: dice[i][-1].pos_mm[2])   # lower die first
-        for i in order:
+        items = []
+        for i in sorted(range(len(dice)), key=lambda i: dice[i][-1].pos_mm[2]):   # lower die first
             poses = dice[i]
             if len(poses) > 1 and _still(poses):
                 poses = poses[-1:]
             win = self._die_window(poses)
-            if win is None:
-                continue
-            x0, y0, x1, y1 = win
-            crop = self.background[y0:y1, x0:x1]     # noiseless, so noise is not resampled
-            big = cv2.resize(crop, ((x1 - x0) * _SS, (y1 - y0) * _SS), interpolation=cv2.INTER_LINEAR)
-            acc = None
-            for p in poses:
-                canvas = big.copy()
-                self._draw_die(canvas, (x0, y0), _SS, p)
-                acc = canvas.astype(np.float32) if acc is None else acc + canvas
-            out = cv2.resize((acc / len(poses)).astype(np.uint8), (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
-            if self.c.blur_sigma > 0:
-                out = cv2.GaussianBlur(out, (0, 0), self.c.blur_sigma)
+            if win is not None:
+                items.append((i, poses, win))
+        overlap = any(a[2][0] < b[2][2] and b[2][0] < a[2][2] and a[2][1] < b[2][3] and b[2][1] < a[2][3]
+                      for n, a in enumerate(items) for b in items[n + 1:])
+        # where windows overlap, each die is drawn over a clean (noiseless) image that already
+        # holds the dice drawn before it, so the later window does not erase the earlier die
+        clean = self.background.copy() if overlap else self.background
+        for i, poses, (x0, y0, x1, y1) in items:
+            key = None if overlap else (x0, y0, x1, y1, b"".join(p.pos_mm.tobytes() + p.quat.tobytes() for p in poses))
+            out = self._cache.get(key) if key is not None else None
+            if out is None:
+                crop = clean[y0:y1, x0:x1]
+                big = cv2.resize(crop, ((x1 - x0) * _SS, (y1 - y0) * _SS), interpolation=cv2.INTER_LINEAR)
+                acc = None
+                for p in poses:
+                    canvas = big.copy()
+                    self._draw_die(canvas, (x0, y0), _SS, p)
+                    acc = canvas.astype(np.float32) if acc is None else acc + canvas
+                out = cv2.resize((acc / len(poses)).astype(np.uint8), (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
+                if self.c.blur_sigma > 0:
+                    out = cv2.GaussianBlur(out, (0, 0), self.c.blur_sigma)
+                if key is not None:
+                    if len(self._cache) >= 8:
+                        self._cache.clear()
+                    self._cache[key] = out
+            if overlap:
+                clean[y0:y1, x0:x1] = out
             if self._noise:
                 pos, neg = self._noise[(k_noise + 1 + i) % len(self._noise)]
                 out = cv2.subtract(cv2.add(out, pos[y0:y1, x0:x1]), neg[y0:y1, x0:x1])
-            below = poses[-1].pos_mm[2] < -self.g.die_size   # off the table: hidden by it
-            if below:
+            else:
+                out = out.copy()
+            if poses[-1].pos_mm[2] < -self.g.die_size:   # off the table, on the floor: hidden by it
                 keep = self.table_mask[y0:y1, x0:x1] > 0
                 out[keep] = img[y0:y1, x0:x1][keep]
             img[y0:y1, x0:x1] = out
