@@ -153,3 +153,27 @@ def test_scenario_stacks_are_in_the_truth():
     assert len(f.truth["stacks"]) == 1 and f.truth["stacks"][0]["height_mm"] == pytest.approx(6.6)
     assert len(src.chip_stacks) == len(src.geometry.stacks)
     assert "cocked-on-chips" in f.truth["irregularities"]
+
+
+@pytest.mark.parametrize("value", [1, 2, 3, 4, 5, 6])
+def test_rendered_flat_die_shows_its_number_of_pips(value):
+    import cv2
+
+    from simulator.dice import quat_with_face_up
+    from simulator.render import DicePose, Renderer
+
+    g = TableGeometry(stacks=())
+    r = Renderer(g, CameraConfig(width=1920, height=1080, noise_sigma=0, blur_sigma=0, layout_lines=False))
+    pose = DicePose(np.array([g.length / 2, g.width / 2 - 60, g.die_size / 2]), quat_with_face_up(value, 0.4))
+    img = r.render([[pose]])
+    x0, y0, x1, y1 = r.die_bbox_px(pose)
+    face = img[y0:y1, x0:x1]
+    # pips are near-white on the red die
+    white = ((face.min(axis=2) > 170)).astype(np.uint8)
+    n, _, stats, _ = cv2.connectedComponentsWithStats(white)
+    blobs = [s for s in stats[1:] if s[4] >= 3]
+    assert len(blobs) == value
+    # the table is seen from above, not mirrored: +y (stickperson's side) is up in the image
+    u0, v0 = r.cam.project(np.array([[100.0, 100.0, 0.0]]))[0]
+    u1, v1 = r.cam.project(np.array([[200.0, 300.0, 0.0]]))[0]
+    assert u1 > u0 and v1 < v0
