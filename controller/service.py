@@ -166,8 +166,10 @@ class TableService:
         observe: ``f(readings, frame) -> (observations, throw_facts)``: places the dice read at
             rest in zones and finds the facts of the throw (the irregularity detectors plug in
             here). Default: inside or outside the table area ``area``, no throw facts. When it
-            also has them, the service calls ``on_frame(t, image, phase)`` every frame (before
-            the lifecycle step), ``throw_started(t)``, ``observe([], t, timed_out=True)`` on a
+            also has them, the service calls ``throw_started(t)`` on the frame of the first
+            motion, then ``on_frame(t, image, phase)`` every frame (after the lifecycle step,
+            with the phase after it: the frame of the first motion is tracked, and the last
+            still frame before it is the background), ``observe([], t, timed_out=True)`` on a
             timeout, ``verdict_published(roll_id, verdict, image)`` after each verdict and
             ``decisions()`` every frame (boxperson decisions to publish), as
             ``controller.throw_observer.ThrowObserver`` does.
@@ -328,15 +330,17 @@ class TableService:
         if self._outbox_blocked and time.monotonic() - self._last_retry >= 1.0:
             self._last_retry = time.monotonic()
             self._flush_outbox()
-        if hasattr(self.observe, "on_frame"):
-            self.observe.on_frame(frame.t, frame.image, self.lifecycle.phase)
         step = self.lifecycle.on_frame(frame.t, moving)
         body = None
         if step.kind == STEP_THROW:
             self.lamps.throw_started()
             if hasattr(self.observe, "throw_started"):
                 self.observe.throw_started(frame.t)
-        elif step.kind == STEP_TIMEOUT:
+        if hasattr(self.observe, "on_frame"):
+            # after the step: the frame that shows the first motion is the first frame of the
+            # throw (tracked), and the background is the last still frame before it
+            self.observe.on_frame(frame.t, frame.image, self.lifecycle.phase)
+        if step.kind == STEP_TIMEOUT:
             if hasattr(self.observe, "observe"):  # the detectors' state ends with the throw
                 observed = self.observe.observe([], frame.t, timed_out=True)
                 observations, facts = list(observed.observations), observed.facts
