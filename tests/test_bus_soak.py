@@ -193,3 +193,52 @@ def _dump(cfg: BusConfig, tmp_path: Path) -> Path:
     p = tmp_path / "cfg.json"
     p.write_text(cfg.model_dump_json())
     return p
+
+
+@pytest.mark.slow
+def test_frozen_subscriber_raises_alarms_then_is_dropped(tmp_path: Path):
+    """A subscriber process frozen with SIGSTOP (TCP connection open, nothing read) fills its
+    pipe: sends fail with zmq.Again and raise "hwm" alarms (XPUB_NODROP: never a silent drop);
+    after the ZMTP heartbeat timeout (3 s) the table drops it and the alarms stop. A live
+    subscriber meanwhile gets every roll, in order, by replay where the live send failed."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", hwm=10, heartbeat_s=0.1, replay_timeout_s=0.3)
+    cfg_file = _dump(cfg, tmp_path)
+    alarms: list[float] = []
+    pad = "x" * 65536
+    with RollPublisher(cfg, on_alarm=lambda code, d: alarms.append(time.monotonic())) as pub, \
+            RollSubscriber(cfg, tmp_path / "good.sqlite") as good:
+        frozen = _spawn("settle", "--config", str(cfg_file), "--db", str(tmp_path / "frozen.sqlite"),
+                        "--count", "1000000", log=tmp_path / "frozen.log")
+        got: list[int] = []
+        try:
+            n = 0
+            deadline = time.monotonic() + 15
+            while _count(tmp_path / "frozen.sqlite", "SELECT COUNT(*) FROM applied") < 1 and time.monotonic() < deadline:
+                n += 1
+                pub.publish("roll", {"n": n, "t_ns": 0})
+                time.sleep(0.05)
+            os.kill(frozen.pid, signal.SIGSTOP)
+            frozen_at = time.monotonic()
+            while time.monotonic() - frozen_at < 7.0 and n < 3000:
+                n += 1
+                pub.publish("roll", {"n": n, "t_ns": 0, "pad": pad})
+                while (env := good.receive(0)) is not None:
+                    got.append(env["seq"])
+                    good.ack(env["seq"])
+        finally:
+            _kill(frozen)
+        got += [e["seq"] for e in _drain_all(good, n - len(got), 15.0)]
+    assert alarms, "the frozen subscriber never filled its pipe"
+    assert alarms[-1] - frozen_at < 6.0            # dropped after the heartbeat timeout...
+    assert time.monotonic() - alarms[-1] > 1.0     # ...and no alarm since
+    assert got == list(range(1, n + 1))
+
+
+def _drain_all(sub: RollSubscriber, want: int, seconds: float) -> list[dict]:
+    out, end = [], time.monotonic() + seconds
+    while len(out) < want and time.monotonic() < end:
+        env = sub.receive(0.1)
+        if env is not None:
+            out.append(env)
+            sub.ack(env["seq"])
+    return out
