@@ -26,6 +26,10 @@ from vision.types import DieReading
 
 #: Aspect (long / short side) of a die outline or pip grid above which a face is not flat.
 MAX_FLAT_ASPECT = 1.3
+#: Lowest colour distance from the table (Lab units, see segment.background_distance) that
+#: counts as a die (12 was measured on the train photos: it finds pale dice on a pale tray
+#: but merges neighbours, for no net gain).
+MIN_TABLE_CONTRAST = 22.0
 #: Aspect of the pip grid (4, 5, 6 pips) above which the upper face is foreshortened: a die
 #: tilted by about 30 degrees or more (cos 30 = 0.87; 1 / 0.87 = 1.15, plus pixel noise).
 MAX_GRID_ASPECT = 1.2
@@ -176,7 +180,7 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> li
         reach = max(reach, 3.0 * float(expected_side_px))
     dist = background_distance(lab, reach)
     noise = float(np.median(dist))
-    thr = float(np.clip(3.0 * noise + 12.0, 22.0, 60.0))
+    thr = float(np.clip(3.0 * noise + 12.0, MIN_TABLE_CONTRAST, 60.0))
     min_side = 8.0 if not expected_side_px else 0.5 * float(expected_side_px)
     regions, mask = find_regions(dist, thr, min_side * min_side, (min(h, w) / 3.0) ** 2)
     side = _die_side(regions, expected_side_px)
