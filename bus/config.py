@@ -102,15 +102,19 @@ class BusConfig(BaseModel):
                 ``"tcp"`` (two free ports on 127.0.0.1, chosen now).
             overrides: any other field of :class:`BusConfig`.
         Raises:
-            ValueError: unknown transport; pydantic.ValidationError: bad override.
+            ValueError: unknown transport, or a directory too deep for ipc socket paths;
+                pydantic.ValidationError: bad override.
         """
         from bus.keys import ensure_keys
 
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
         if transport == "ipc":
             eps = {"pub_endpoint": f"ipc://{directory.resolve() / 'bus.pub'}",
                    "replay_endpoint": f"ipc://{directory.resolve() / 'bus.replay'}"}
+            longest = max(len(e) - len("ipc://") for e in eps.values())
+            if longest > 100:  # sun_path holds 107 bytes on Linux
+                raise ValueError(f"directory {directory} is too deep for ipc:// sockets ({longest} > 100 "
+                                 "characters); use a shorter path or transport='tcp'")
         elif transport == "tcp":
             p1, p2 = free_tcp_ports(2)
             eps = {"pub_endpoint": f"tcp://127.0.0.1:{p1}", "replay_endpoint": f"tcp://127.0.0.1:{p2}"}
@@ -119,6 +123,7 @@ class BusConfig(BaseModel):
         fields = {"journal_path": directory / "journal.sqlite", "keys_dir": directory / "keys", **eps}
         fields.update(overrides)
         cfg = cls(**fields)
+        directory.mkdir(parents=True, exist_ok=True)
         ensure_keys(cfg.keys_dir, table=cfg.table_key, subscriber=cfg.subscriber_key,
                     authorized_dir=cfg.allow_dir)
         return cfg

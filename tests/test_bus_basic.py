@@ -468,3 +468,11 @@ def test_journal_write_failure_is_clear_and_publishes_nothing(cfg: BusConfig, tm
         blocker.close()
         assert pub.last_seq == 1
         assert pub.publish("roll", {"n": 2})["seq"] == 2
+
+
+def test_local_ipc_path_too_long(tmp_path: Path):
+    with pytest.raises(ValueError, match="too deep for ipc"):
+        BusConfig.local(tmp_path / ("d" * 120), transport="ipc")
+    assert not (tmp_path / ("d" * 120)).exists()  # nothing made
+    with pytest.raises(ValueError, match="transport must be"):
+        BusConfig.local(tmp_path / "x", transport="udp")
