@@ -108,7 +108,7 @@ def _settle(cfg: BusConfig, db: Path, state: Path, count: int, timeout_s: float,
             # (non-synchronous) statement that does not hold up the next roll
             done = time.monotonic_ns()
             conn.execute("PRAGMA synchronous=OFF")
-            conn.execute(f"UPDATE applied SET t_applied_ns=? WHERE seq BETWEEN ? AND ?", (done, rows[0][0], rows[-1][0]))
+            conn.execute("UPDATE applied SET t_applied_ns=? WHERE seq BETWEEN ? AND ?", (done, rows[0][0], rows[-1][0]))
             conn.execute("PRAGMA synchronous=FULL")
             sub.ack(last)  # cumulative
         if last < count:
