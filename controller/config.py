@@ -19,6 +19,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
 
 from camera.sources import CameraConfig
 from firmware_bridge.config import BridgeConfig
+from controller.health import HealthConfig
 from controller.lamps import LAMP_NAMES
 from controller.metrics import MetricsConfig
 from controller.policy import Policy, policy_from_mapping
@@ -323,7 +324,8 @@ class TableConfig(_Section):
     """The whole ``table.toml``. ``bus.table_id`` defaults to ``table.id``.
 
     ``[camera]`` is :class:`camera.sources.CameraConfig` (frame source and camera settings),
-    ``[bus]`` is :class:`bus.config.BusConfig`, the optional ``[firmware]`` is
+    ``[bus]`` is :class:`bus.config.BusConfig`, ``[health]`` is
+    :class:`controller.health.HealthConfig` (safe-state thresholds), the optional ``[firmware]`` is
     :class:`firmware_bridge.config.BridgeConfig` (the microcontroller's serial link) and the
     optional ``[metrics]`` is :class:`controller.metrics.MetricsConfig` (Prometheus endpoint);
     the other sections are defined here.
@@ -340,6 +342,7 @@ class TableConfig(_Section):
     settlement: SettlementSection = Field(default_factory=SettlementSection)
     firmware: BridgeConfig | None = None
     metrics: MetricsConfig | None = None
+    health: HealthConfig = Field(default_factory=HealthConfig)
 
     @model_validator(mode="before")
     @classmethod

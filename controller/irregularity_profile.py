@@ -29,7 +29,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from controller.policy import Policy, policy_from_mapping
-from controller.reasons import Reason
+from controller.reasons import CONTROLLER_RULES, Reason
 
 #: The folder of the shipped profiles.
 PROFILE_DIR = Path(__file__).resolve().parents[1] / "config" / "irregularities"
@@ -73,7 +73,8 @@ class ProfileFile(BaseModel):
         unknown = [k for k in v if k not in codes]
         if unknown:
             raise ValueError(f"unknown reason code(s) {unknown}; known codes: {', '.join(codes)}")
-        missing = [c for c in codes if c not in v]
+        # controller rules (table-fault) are not the profile's to choose: always a no roll
+        missing = [c for c in codes if c not in v and Reason(c) not in CONTROLLER_RULES]
         if missing:
             raise ValueError(f"reason code(s) {missing} have no action (every irregularity must be listed)")
         policy_from_mapping("check", v)  # unknown action / forbidden action, named by code

@@ -38,7 +38,8 @@ READABLE: frozenset[Reason] = frozenset({Reason.DIE_NOT_FLAT, Reason.DIE_ON_DIE,
 #: Reasons the regulation itself voids: no policy may send them to "read".
 #: 9 NYCRR 5324.52(k)(1) "shall be invalid"; (h)(1)(i) "more than one side ... shall be void".
 _ALWAYS_VOID: frozenset[Reason] = frozenset(
-    {Reason.DICE_OFF_TABLE, Reason.DIE_OFF_TABLE, Reason.DIE_ON_SEVERAL_OBJECTS, Reason.BOXPERSON_VOID}
+    {Reason.DICE_OFF_TABLE, Reason.DIE_OFF_TABLE, Reason.DIE_ON_SEVERAL_OBJECTS, Reason.BOXPERSON_VOID,
+     Reason.TABLE_FAULT}
 )
 
 
@@ -74,6 +75,8 @@ _NY_5324_ACTIONS: dict[Reason, Action] = {
     Reason.DIE_ON_SEVERAL_OBJECTS: Action.NO_ROLL,  # (h)(1)(i)
     Reason.FACE_UNREADABLE: Action.BOXPERSON,  # (h)(1)(ii)(a)
     Reason.BOXPERSON_VOID: Action.NO_ROLL,  # (h)(1)(ii)(a)
+    # controller rule (closest: (k)): a throw decided in the table's safe state is never accepted
+    Reason.TABLE_FAULT: Action.NO_ROLL,
 }
 
 

@@ -105,6 +105,12 @@ class Reason(str, Enum):
         "the boxperson voided the throw and ordered the dice re-rolled",
     )
 
+    TABLE_FAULT = (
+        "table-fault",
+        "9 NYCRR 5324.52(k) (closest paragraph; a controller rule, not the regulation's text)",
+        "the table was in its safe state (camera, firmware bridge or bus fault) during the throw: no roll",
+    )
+
     @classmethod
     def from_code(cls, code: str) -> "Reason":
         """Return the member whose code is ``code``.
@@ -117,3 +123,11 @@ class Reason(str, Enum):
                 return member
         known = ", ".join(m.value for m in cls)
         raise ValueError(f"unknown reason code {code!r}; known codes: {known}")
+
+
+#: Reasons that are rules of the controller itself, not irregularities a jurisdiction profile
+#: maps: a profile need not list them (controller/irregularity_profile.py) and no profile may
+#: make them anything but a no roll (controller/policy.py). ``table-fault``: a throw decided
+#: while the table was in its safe state (controller/health.py) cannot be trusted to have been
+#: seen whole; 9 NYCRR 5324.52(k) is the closest paragraph.
+CONTROLLER_RULES: frozenset[Reason] = frozenset({Reason.TABLE_FAULT})

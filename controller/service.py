@@ -31,6 +31,7 @@ import numpy as np
 
 from camera.base import Frame, FrameError, FrameSource
 from controller.game import GameState, advance, new_shooter
+from controller.health import HealthMonitor, HealthStatus, frame_digest, frame_level
 from controller.lamps import LampController
 from controller.lifecycle import (CLEARING, READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT, MotionDetector,
                                   RollLifecycle, SceneDie)
@@ -177,7 +178,17 @@ class TableService:
             faster on a camera that sees more than the table; a die beyond it is not seen.
         metrics: a :class:`controller.metrics.TableMetrics` (frames, read time, verdicts, last
             sequence number), or ``None``.
+        health: a :class:`controller.health.HealthMonitor`, or ``None``. With it :meth:`run`
+            reads the source through a ``camera.pump.FramePump`` and calls :meth:`tick` at
+            least every :attr:`TICK_S`: a frozen or lost camera, a firmware bridge or a bus
+            down puts the table in its safe state (``bets-closed`` and ``fault`` lit, an
+            ``"alarm"`` published, every throw decided meanwhile a no roll ``table-fault``),
+            and it leaves it by itself when the fault clears.
+        live: the source is a live camera (the pump keeps only the newest frames).
     """
+
+    #: seconds between health checks while no frame comes (controller/health.py: <= 0.1 s)
+    TICK_S = 0.1
 
     def __init__(self, *, table_id: str, store: StateStore, publisher: Publisher, lamps: LampController,
                  reader: Reader, lifecycle: RollLifecycle, motion: MotionDetector, policy: Policy = NY_5324,
@@ -185,7 +196,8 @@ class TableService:
                  area: Sequence[tuple[float, float]] | None = None,
                  on_message: Callable[[str, dict, dict], None] | None = None,
                  journalled_rolls: Callable[[int], dict[str, int]] | None = None,
-                 observe: Observer | None = None, read_crop: bool = False, metrics=None) -> None:
+                 observe: Observer | None = None, read_crop: bool = False, metrics=None,
+                 health: HealthMonitor | None = None, live: bool = False) -> None:
         self.table_id = table_id
         self.store = store
         self.publisher = publisher
@@ -217,6 +229,19 @@ class TableService:
         self._now = 0.0
         self._outbox_blocked = False
         self._last_retry = 0.0
+        self.health = health
+        self.live = bool(live)
+        #: the last health status (``None`` before the first check)
+        self.health_status: HealthStatus | None = None
+        #: the table is in its safe state (no roll accepted)
+        self.safe_state = False
+        #: ``callback(HealthStatus)`` when the safe state's reasons change (sd_notify STATUS)
+        self.on_health: Callable[[HealthStatus], None] | None = None
+        self._taint: set[str] = set()     # safe-state reasons seen since the throw began
+        self._held: deque = deque(maxlen=100)  # alarms the bus refused, retried by tick()
+        self._grace_until: float | None = None
+        self._frame_seen = False
+        self._clock_ref = (0.0, time.monotonic())
 
     # --- life ---------------------------------------------------------------------------------
 
@@ -247,6 +272,8 @@ class TableService:
         """
         self.start()
         target = None if max_verdicts is None else self.stats.total_verdicts + max_verdicts
+        if self.health is not None:
+            return self._run_watched(source, target, should_stop)
         try:
             for frame in source.frames():
                 self.process(frame)
@@ -258,6 +285,109 @@ class TableService:
             self._raise_fault("source", str(exc))
             raise
         return self.stats
+
+    def _run_watched(self, source: FrameSource, target: int | None,
+                     should_stop: Callable[[], bool] | None) -> ServiceStats:
+        """:meth:`run` with the health monitor: a ``FramePump`` thread reads the source, so a
+        camera that blocks cannot block the checks; each frame is reported to the monitor
+        (digest and grey level, controller/health.py) and checked before it is processed, and
+        without frames the check runs every :attr:`TICK_S`. The pump (and so the source) is
+        closed on the way out."""
+        from camera.pump import FramePump
+
+        pump = FramePump(source, drop_old=self.live)
+        # the first frame may take up to frame_timeout_s to come before "no frame" is a fault
+        self._grace_until = time.monotonic() + self.health.config.frame_timeout_s
+        try:
+            while True:
+                try:
+                    frame = pump.get(self.TICK_S)
+                except EOFError:
+                    break
+                except FrameError as exc:
+                    self.health.frame_error(time.monotonic(), str(exc))
+                    self._frame_seen = True
+                    self.tick()
+                    self._raise_fault("source", str(exc))
+                    raise
+                if frame is not None:
+                    try:
+                        self.health.frame(time.monotonic(), frame_digest(frame.image), frame_level(frame.image))
+                        self._frame_seen = True
+                    except Exception as exc:  # noqa: BLE001 - not an image: process() raises the fault
+                        log.debug("health: frame %s not measured: %s", getattr(frame, "index", "?"), exc)
+                    self.tick()
+                    self.process(frame)
+                else:
+                    self.tick()
+                if target is not None and self.stats.total_verdicts >= target:
+                    break
+                if should_stop is not None and should_stop():
+                    break
+        finally:
+            pump.close()
+        return self.stats
+
+    def tick(self, now: float | None = None) -> HealthStatus | None:
+        """Check health (monotonic seconds ``now``, default the clock) and enter or leave the
+        safe state: ``fault`` and ``bets-closed`` lit, an ``"alarm"`` published (code
+        ``safe-state`` or ``safe-state-cleared`` with :meth:`HealthStatus.alarm_body`), the
+        metrics and :attr:`on_health` told. Also applies posted events and retries, about every
+        second, the verdicts and alarms the bus refused. Call at least every 100 ms
+        (:meth:`run` does); without a monitor only the events are applied.
+
+        Returns:
+            the status, or ``None`` (no monitor, or the first frame not yet due).
+        """
+        self._drain_inbox()
+        if self.health is None:
+            return None
+        now = time.monotonic() if now is None else float(now)
+        if (self._outbox_blocked or self._held) and now - self._last_retry >= 1.0:
+            self._last_retry = now
+            while self._held:
+                try:
+                    self._publish("alarm", self._held[0])
+                except Exception:  # noqa: BLE001 - still down: next second
+                    break
+                self._held.popleft()
+            if self._outbox_blocked:
+                self._flush_outbox()
+        if not self._frame_seen and self._grace_until is not None and now < self._grace_until:
+            return None
+        status = self.health.check(now)
+        self.health_status = status
+        if status.safe_state:
+            self._taint.update(status.reasons)
+        if not status.changed:
+            return status
+        self.safe_state = status.safe_state
+        if self.metrics is not None:
+            self.metrics.health(status.safe_state, status.entered)
+        body = {"code": "safe-state" if status.safe_state else "safe-state-cleared", **status.alarm_body()}
+        if status.safe_state:
+            log.warning("safe state: %s", "; ".join(f"{r}: {status.details.get(r, '')}" for r in status.reasons))
+            self._faults.add("health")
+            self.lamps.set_fault(True)
+        else:
+            log.info("safe state left: %s cleared", ", ".join(status.cleared))
+            self._clear_fault("health")
+        self.lamps.update(self.store.state, self.lifecycle.phase, now=self._now)
+        try:
+            self._publish("alarm", body)
+        except Exception as exc:  # noqa: BLE001 - kept and retried: the bus may be the fault
+            log.error("could not publish the alarm %s (kept for retry): %s", body["code"], exc)
+            self._held.append(body)
+        if self.on_health is not None:
+            self.on_health(status)
+        return status
+
+    def frame_clock(self) -> float:
+        """Now on the frame clock (seconds, ``Frame.t``): the last frame's time plus the
+        monotonic time since it arrived. Input events stamped on the monotonic clock (the
+        far-wall sensor) are put on it with ``firmware_bridge.events.WallStrikeLog(clock=...)``."""
+        t, at = self._clock_ref
+        return t + (time.monotonic() - at)
 
     def post(self, event: str, **details) -> None:
         """Hand the service an event from another thread (the firmware bridge's dispatch
@@ -318,6 +448,7 @@ class TableService:
         arrived = time.perf_counter()
         self.stats.frames += 1
         self._now = float(frame.t)
+        self._clock_ref = (self._now, time.monotonic())
         if self.metrics is not None:
             self.metrics.frame(time.monotonic())
         try:
@@ -333,6 +464,7 @@ class TableService:
         step = self.lifecycle.on_frame(frame.t, moving)
         body = None
         if step.kind == STEP_THROW:
+            self._taint = set(self.health_status.reasons) if self.safe_state and self.health_status else set()
             self.lamps.throw_started()
             if hasattr(self.observe, "throw_started"):
                 self.observe.throw_started(frame.t)
@@ -422,6 +554,13 @@ class TableService:
     def _commit_and_publish(self, verdict: Verdict, frame: Frame, arrived: float, *,
                             frame_info: dict | None = None, frame_hash: str | None = None,
                             decision: dict | None = None) -> dict:
+        faults: list[str] = []
+        if decision is None:  # a throw, not a boxperson's decision on an earlier one
+            faults = sorted(self._taint | (set(self.health_status.reasons)
+                                           if self.safe_state and self.health_status else set()))
+            self._taint = set(self.health_status.reasons) if self.safe_state and self.health_status else set()
+            if faults:
+                verdict = self._table_fault(verdict, faults)
         before = self.store.state
         if verdict.kind == "roll" and verdict.dice is not None:
             after, outcome = advance(before, verdict.dice)
@@ -451,6 +590,7 @@ class TableService:
                                     "width": int(frame.image.shape[1]), "height": int(frame.image.shape[0])},
             "frame_sha256": frame_hash or frame_sha256(frame.image),
             "decision": decision,
+            "faults": faults,
         }
         self.store.commit(after, body)
         self._publish_verdict_body(body)
@@ -463,6 +603,17 @@ class TableService:
         if hasattr(self.observe, "verdict_published"):
             self.observe.verdict_published(body["roll_id"], verdict, frame.image)
         return body
+
+    @staticmethod
+    def _table_fault(verdict: Verdict, faults: Sequence[str]) -> Verdict:
+        """The verdict of a throw decided while (or after) the table was in its safe state: a
+        no roll ``table-fault`` (a controller rule; 9 NYCRR 5324.52(k) is the closest
+        paragraph), keeping what was found as irregularities."""
+        found = ((verdict.reason,) if verdict.reason is not None else ()) + tuple(verdict.irregularities)
+        log.warning("throw decided in the safe state (%s): %s %s -> no roll table-fault", ", ".join(faults),
+                    verdict.kind, verdict.reason.value if verdict.reason else list(verdict.dice or ()))
+        return Verdict(kind="no-roll", reason=Reason.TABLE_FAULT, dice=None,
+                       irregularities=tuple(dict.fromkeys(found)), observations=verdict.observations)
 
     def _apply_decisions(self, frame: Frame) -> None:
         """Publish the boxperson's decisions (9 NYCRR 5324.52(h)(1)(ii)(a)) that the observer
@@ -521,7 +672,14 @@ class TableService:
         self.lamps.set_fault(bool(self._faults))
 
     def _publish(self, topic: str, body: dict) -> dict:
-        env = self.publisher.publish(topic, body)
+        try:
+            env = self.publisher.publish(topic, body)
+        except Exception as exc:
+            if self.health is not None:  # a bus that refuses messages is down (safe state)
+                self.health.bus(time.monotonic(), False, f"publish {topic!r}: {type(exc).__name__}: {exc}"[:300])
+            raise
+        if self.health is not None:
+            self.health.bus(time.monotonic(), True)
         if self.metrics is not None and isinstance(env, dict) and isinstance(env.get("seq"), int):
             self.metrics.sequence(env["seq"])
         if self.on_message is not None:

@@ -72,8 +72,23 @@ def run(command: str, args: argparse.Namespace) -> int:
         from controller.demo import run_demo
 
         return run_demo(args)
-    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from controller.jsonlog import setup_logging
+
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    setup_logging(args.log_level)  # JSON lines on stdout (journald); restored on return
+    try:
+        return _run_service(args)
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in saved[0]:
+            root.addHandler(handler)
+        root.setLevel(saved[1])
+
+
+def _run_service(args: argparse.Namespace) -> int:
+    """``craps-table run`` once logging is set up (see :func:`run`)."""
     try:
         cfg = load_config(args.config)
         source = open_frame_source(cfg, args.source)
@@ -90,13 +105,22 @@ def run(command: str, args: argparse.Namespace) -> int:
     try:
         try:
             metrics = build_metrics(cfg)
-            service, publisher = build_service(cfg, source, metrics=metrics)
+            service, publisher = build_service(cfg, source, metrics=metrics, health=True)
         except (SetupError, StoreError) as exc:
             print(f"craps-table run: {exc}", file=sys.stderr)
             source.close()
             return 2
         state = service.store.state
         notifier.ready(f"table {cfg.table.id}: shooter {state.shooter}, point {state.point or 'off'}")
+
+        def on_health(status) -> None:  # systemctl status shows why the table is closed
+            try:
+                notifier.status(f"SAFE STATE: {', '.join(status.reasons)}" if status.safe_state
+                                else f"table {cfg.table.id}: open")
+            except OSError as exc:
+                log.warning("sd_notify STATUS failed: %s", exc)
+
+        service.on_health = on_health
 
         def should_stop() -> bool:
             watchdog.tick()  # from the loop that does the work: a hung loop stops the pings
@@ -261,9 +285,26 @@ def build_metrics(cfg: TableConfig):
     return metrics
 
 
+def build_health(cfg: TableConfig, source: object, *, bridge: bool) -> "HealthMonitor":
+    """The health monitor of ``[health]`` for this table: the bridge is required only when the
+    table has one (``lamps.driver = "firmware"``), and the frozen-camera check is off for a
+    replay (it holds each photo for many identical frames by design)."""
+    from camera.replay import ReplaySource
+    from controller.health import HealthMonitor
+
+    hc = cfg.health
+    update = {"require_bridge": hc.require_bridge and bridge}
+    if isinstance(source, ReplaySource):
+        update["frozen_after_s"] = None
+    return HealthMonitor(hc.model_copy(update=update))
+
+
 def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp_driver: LampDriver | None = None,
-                  reader=None, on_message=None, metrics=None) -> tuple[TableService, object]:
+                  reader=None, on_message=None, metrics=None, health=None) -> tuple[TableService, object]:
     """Build the :class:`TableService` for ``cfg`` (edges may be passed in, e.g. by tests).
+
+    ``health``: a ``controller.health.HealthMonitor``, ``True`` for the one of ``[health]``
+    (:func:`build_health`), or ``None`` (no safe-state supervision: the demo, unit tests).
 
     Returns:
         ``(service, publisher)``; the caller closes both (``service.close()`` turns the lamps
@@ -311,25 +352,51 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         observe=observer)
     service.closers.extend(closers)
     link = getattr(driver, "link", None)
+    if health is True:
+        health = build_health(cfg, source, bridge=link is not None)
+    service.health = health or None
+    service.live = type(source).__module__ in ("camera.usb", "camera.picamera2_source")  # newest frames only
     if link is not None:
-        connect_firmware_inputs(link, service)
+        connect_firmware_inputs(link, service, require_bridge=cfg.health.require_bridge)
     return service, publisher
 
 
-def connect_firmware_inputs(link, service: TableService) -> None:
+def connect_firmware_inputs(link, service: TableService, *, require_bridge: bool = True) -> None:
     """Feed the microcontroller's inputs to the service: the shooter button passes the dice
     (9 NYCRR 5324.52(i)(1), N.J.A.C. 13:69F-1.11(a)), far-wall strikes go to the irregularity
-    detectors (5324.52(k)(2)(ii)), the link going down or up raises or clears a fault."""
+    detectors (5324.52(k)(2)(ii)) through a ``firmware_bridge.events.WallStrikeLog`` on the
+    frame clock (the detectors count the strikes between the throw's start and its rest), the
+    link going down or up raises or clears a fault.
+
+    With a health monitor (``service.health``) the link is also a health input: the table is in
+    its safe state (no roll accepted) while ``rolls_allowed`` is false (``[firmware]
+    require_wall_sensor`` and the link or the sensor down) or, with ``require_bridge``
+    (``[health]``), while the link is down."""
     from firmware_bridge.protocol import InputId
+
+    observer = service.observe
+    strikes = None
+    if hasattr(observer, "use_strike_log"):
+        from firmware_bridge.events import WallStrikeLog
+
+        strikes = WallStrikeLog(link, clock=service.frame_clock)
+        observer.use_strike_log(strikes)
 
     def on_event(ev) -> None:
         if ev.input == InputId.SHOOTER_BUTTON and ev.value == 1:
             service.post("shooter-button")
-        elif ev.input == InputId.FAR_WALL_STRIKE and hasattr(service.observe, "wall_strike"):
-            service.observe.wall_strike(ev.event_time or ev.host_time)
+        elif ev.input == InputId.FAR_WALL_STRIKE and strikes is None and hasattr(observer, "wall_strike"):
+            observer.wall_strike(ev.event_time or ev.host_time)
 
     def on_status(status) -> None:
         service.post("link", up=bool(status.up), reason=str(status.reason))
+        if service.health is not None:
+            import time
+
+            ok = bool(status.rolls_allowed) and (bool(status.up) or not require_bridge)
+            why = "" if ok else (str(status.reason) if not status.up else
+                                 "far-wall sensor not working (firmware.require_wall_sensor)")
+            service.health.bridge(time.monotonic(), ok, why or "firmware link down")
 
     link.add_event_listener(on_event)
     link.add_link_listener(on_status)

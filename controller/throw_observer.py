@@ -114,6 +114,13 @@ class ThrowObserver:
         if self._tracking:
             self.tracker.set_background(self._idle)
 
+    def use_strike_log(self, strikes) -> None:
+        """Take the far-wall sensor's strikes from ``strikes`` (a
+        ``firmware_bridge.events.WallStrikeLog`` recording on the frame clock) instead of
+        :meth:`wall_strike` calls: the throw's window (its start, less 0.5 s of motion-detection
+        latency, to its rest) is asked with ``strikes_between`` (9 NYCRR 5324.52(k)(2)(ii))."""
+        self._strike_log = strikes
+
     def wall_strike(self, t: float) -> None:
         """A far-wall strike from the sensor (seconds, the frame clock). Thread-safe."""
         with self._lock:
@@ -121,10 +128,13 @@ class ThrowObserver:
 
     def observe(self, readings: Sequence[DieReading], t: float, *, timed_out: bool = False) -> ObservedThrow:
         """The observations of the throw now at rest (or timed out) at time ``t``."""
+        window = None if self._t0 is None else (self._t0 - 0.5, float(t))
+        log_ = getattr(self, "_strike_log", None)
         with self._lock:
             strikes = list(self._strikes) if self.wall_sensor else None
+        if self.wall_sensor and log_ is not None:
+            strikes = log_.strikes_between(*window) if window is not None else log_.times()
         track = self.tracker.tracks() if self._tracking and self.tracker is not None else None
-        window = None if self._t0 is None else (self._t0 - 0.5, float(t))
         observed = observe_throw(readings, calibration=self.calibration, profile=self.profile,
                                  objects=self.objects, track=track, wall_strikes=strikes, window=window,
                                  timed_out=timed_out, min_presence=self.min_presence,
