@@ -23,6 +23,9 @@ MIN_PIP_CONTRAST = 28.0
 #: Also veto a read for any same-polarity connected blob near the face (coarser than the
 #: candidate check; off: it fires on the inner edges of translucent dice).
 STRAY_COMPONENTS = True
+#: Contrast at a grid position that must be bare, as a share of the weakest pip's, above
+#: which the read is refused.
+EMPTY_SPOT_SHARE = 0.5
 #: Layout misfit (fraction of the pip pitch) above which a face is not read.
 MAX_LAYOUT_ERROR = 0.30
 
@@ -158,6 +161,41 @@ def find_pips(lab: np.ndarray, mask: np.ndarray, side: float) -> tuple[list[Pip]
     return pips, MIN_PIP_CONTRAST, proj, sel, similar
 
 
+def empty_positions(value: int, pts: np.ndarray, centre: tuple[float, float]) -> list[tuple[float, float]]:
+    """Grid positions that must be bare on a face read as ``value`` and would carry a pip
+    on the face it is most easily mistaken for (the centre of a 4 is a 5's; the mid-sides
+    of a 4 or 5 are a 6's; the other diagonal of a 2 or 3 is a 4's or 5's).
+
+    Args:
+        value: the value read.
+        pts: float ``(n, 2)`` pip centres of that read.
+        centre: the face centre.
+
+    Returns:
+        Positions in the same pixels; empty for 1 and 6.
+    """
+    c = np.asarray(centre, dtype=np.float64)
+    out: list[np.ndarray] = []
+    if value in (2, 3):
+        ends = sorted(pts.tolist(), key=lambda q: -np.hypot(q[0] - c[0], q[1] - c[1]))[:2]
+        half = (np.asarray(ends[1]) - np.asarray(ends[0])) / 2
+        rot = np.array([-half[1], half[0]])  # the other diagonal, for a face seen square-on
+        out += [c + rot, c - rot]
+        if value == 2:
+            out.append(c)
+    elif value in (4, 5):
+        corners = pts if value == 4 else np.array(sorted(pts.tolist(), key=lambda q: np.hypot(q[0] - c[0], q[1] - c[1]))[1:])
+        for i in range(4):
+            d = np.hypot(*(corners - corners[i]).T)
+            opp = int(np.argmax(d))
+            for j in range(4):
+                if j not in (i, opp) and j > i:
+                    out.append((corners[i] + corners[j]) / 2)
+        if value == 4:
+            out.append(c)
+    return [(float(q[0]), float(q[1])) for q in out]
+
+
 def _best_subset(pips: list[Pip]) -> tuple[list[Pip], LayoutFit | None]:
     """The largest subset (of 3 or more pips, dropping at most 3) that spells a face."""
     from itertools import combinations
@@ -268,6 +306,17 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
         return FaceRead(None, 0.2, rc, pips, fit, reason="stray blob on face")
     # For 1, 2 and 3 (few pips, so a partial view of a larger face fits them) any
     # unread pip-like blob in the die's region vetoes the read.
+    # The grid positions that must be bare are read straight from the contrast map (a pip
+    # there that the blob search lost, e.g. merged with its neighbours, still shows).
+    rad = max(1, int(round(0.5 * np.sqrt(np.mean([p.area for p in pips]) / np.pi))))
+    hh, ww = dmap.shape
+    for ex, ey in empty_positions(fit.value, np.array([[p.x, p.y] for p in pips]), (cx, cy)):
+        ix, iy = int(round(ex)), int(round(ey))
+        if not (0 <= ix < ww and 0 <= iy < hh):
+            continue
+        patch = dmap[max(0, iy - rad):iy + rad + 1, max(0, ix - rad):ix + rad + 1]
+        if float(patch.max()) >= EMPTY_SPOT_SHARE * cmin:
+            return FaceRead(None, 0.2, rc, pips, fit, reason="pip where the face must be bare")
     amean = float(np.mean([p.area for p in pips]))
     emax = max(p.elongation for p in pips)
     for q in similar:
