@@ -41,6 +41,7 @@ _ALWAYS_VOID: frozenset[Reason] = frozenset(
     {Reason.DICE_OFF_TABLE, Reason.DIE_OFF_TABLE, Reason.DIE_ON_SEVERAL_OBJECTS, Reason.BOXPERSON_VOID,
      Reason.TABLE_FAULT}
 )
+_ALWAYS_VOID = _ALWAYS_VOID | {Reason.DICE_DID_NOT_MOVE}  # rig rule (controller/rounds.py)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ _NY_5324_ACTIONS: dict[Reason, Action] = {
     Reason.BOXPERSON_VOID: Action.NO_ROLL,  # (h)(1)(ii)(a)
     # controller rule (closest: (k)): a throw decided in the table's safe state is never accepted
     Reason.TABLE_FAULT: Action.NO_ROLL,
+    # rig rule (controller/rounds.py; closest: (k)): dice that did not move give no result
+    Reason.DICE_DID_NOT_MOVE: Action.NO_ROLL,
 }
 
 

@@ -111,6 +111,12 @@ class Reason(str, Enum):
         "the table was in its safe state (camera, firmware bridge or bus fault) during the throw: no roll",
     )
 
+    DICE_DID_NOT_MOVE = (
+        "dice-did-not-move",
+        "9 NYCRR 5324.52(k) (closest paragraph; a house / rig rule of automated rigs, not the regulation's text)",
+        "both dice rest where they rested after the previous throw, with the same faces: the result is not used",
+    )
+
     @classmethod
     def from_code(cls, code: str) -> "Reason":
         """Return the member whose code is ``code``.
@@ -131,3 +137,5 @@ class Reason(str, Enum):
 #: while the table was in its safe state (controller/health.py) cannot be trusted to have been
 #: seen whole; 9 NYCRR 5324.52(k) is the closest paragraph.
 CONTROLLER_RULES: frozenset[Reason] = frozenset({Reason.TABLE_FAULT})
+#: ``dice-did-not-move`` (controller/rounds.py): a rig rule, likewise always a no roll.
+CONTROLLER_RULES = CONTROLLER_RULES | {Reason.DICE_DID_NOT_MOVE}

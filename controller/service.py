@@ -242,6 +242,8 @@ class TableService:
         self._grace_until: float | None = None
         self._frame_seen = False
         self._clock_ref = (0.0, time.monotonic())
+        #: the round driver of an automated / stadium rig (controller/automation.py), or None
+        self.rounds = None
 
     # --- life ---------------------------------------------------------------------------------
 
@@ -461,11 +463,16 @@ class TableService:
         if self._outbox_blocked and time.monotonic() - self._last_retry >= 1.0:
             self._last_retry = time.monotonic()
             self._flush_outbox()
+        forced = self.rounds.on_frame(frame.t, moving) if self.rounds is not None else None
         step = self.lifecycle.on_frame(frame.t, moving)
         body = None
+        if forced is not None:  # rounds: the rig threw and the dice did not move at all
+            body = self._commit_and_publish(forced, frame, arrived)
         if step.kind == STEP_THROW:
             self._taint = set(self.health_status.reasons) if self.safe_state and self.health_status else set()
             self.lamps.throw_started()
+            if self.rounds is not None:
+                self.rounds.throw_started(frame.t)
             if hasattr(self.observe, "throw_started"):
                 self.observe.throw_started(frame.t)
         if hasattr(self.observe, "on_frame"):
@@ -516,6 +523,8 @@ class TableService:
         if outcome != READ_VERDICT:
             return None
         verdict = decide(observations, facts, policy=self.policy, min_confidence=self.min_confidence)
+        if self.rounds is not None:  # at rest; dice resting where they rested: a no roll
+            verdict = self.rounds.review(verdict, frame.t)
         return self._commit_and_publish(verdict, frame, arrived)
 
     def _read_dice(self, image: np.ndarray) -> list[DieReading]:
@@ -602,6 +611,8 @@ class TableService:
         log.info("verdict %s %s %s", body["roll_id"], verdict.kind, body["reason"] or body["dice"])
         if hasattr(self.observe, "verdict_published"):
             self.observe.verdict_published(body["roll_id"], verdict, frame.image)
+        if self.rounds is not None:
+            self.rounds.verdict_published(body, frame.t)
         return body
 
     @staticmethod

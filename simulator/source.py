@@ -178,10 +178,17 @@ class SimSource:
                 return {"throw": k, "phase": phase, "t": round(t_table, 6), "scenario": self.scenario,
                         "seed": plan.seed, "dice": [], "stacks": extra_stacks}
 
-            for _ in range(int(round(self.idle_s * fps))):
+            gate = getattr(self, "_throw_gate", None)   # throw_on_command(): see there
+            for _ in range(0 if gate is not None and k > 0 else int(round(self.idle_s * fps))):
                 if self._closed:
                     return
                 yield emit(r.render([], index), base_truth("idle"))
+            while gate is not None and k == 0 and not gate.wait(0):
+                if self._closed:
+                    return
+                yield emit(r.render([], index), base_truth("idle"))
+            if gate is not None:
+                gate.clear()
             sim.reset(plan.starts, plan.agitate_s, plan.seed)
             cap = max(plan.timeout_s, plan.agitate_s + 4.0)
             sub = self.camera_config.motion_blur
@@ -218,6 +225,15 @@ class SimSource:
                 truth["dice"] = self._dice_truth(r, sim)
                 truth["irregularities"] = sorted(irregularities(sim.die_states(), late or sim.moving()))
                 yield emit(r.render(final, index), truth)
+            gate = getattr(self, "_throw_gate", None)
+            if gate is not None:        # the dice stay at rest (in the dome) until throw()
+                held = r.render(final, index)
+                while not self._closed and (not gate.wait(0) or self._stuck_next):
+                    if gate.is_set():   # throw(stuck=True): the rig ran, the dice did not move
+                        self._stuck_next = False
+                        gate.clear()
+                    truth = {**truth, "t": round(t_table, 6), "held": True}
+                    yield emit(held.copy(), truth)
             k += 1
 
     @staticmethod
@@ -231,6 +247,28 @@ class SimSource:
             d["bbox_px"] = list(r.die_bbox_px(pose))
             out.append(d)
         return out
+
+    # ---- throws on command (an automated rig's shaker) ---------------------------------------
+    def throw_on_command(self) -> "SimSource":
+        """Throw only when :meth:`throw` is called, as an automated rig's shaker or blower does:
+        the first throw waits on the empty table (``idle`` frames) after its ``idle_s``; after a
+        throw the dice stay at rest (``rest`` frames, ``truth["held"]``) until the next
+        :meth:`throw`, which starts from them without idle frames (no pick-up). Call before
+        :meth:`frames`. Returns ``self``."""
+        import threading
+
+        self._throw_gate = threading.Event()
+        self._stuck_next = False
+        return self
+
+    def throw(self, stuck: bool = False) -> None:
+        """Release the next throw (thread-safe; after :meth:`throw_on_command`, else no effect).
+        ``stuck=True``: the rig runs but the dice do not move (they stay where they rest, same
+        faces), to test the controller's "dice did not move" check."""
+        gate = getattr(self, "_throw_gate", None)
+        if gate is not None:
+            self._stuck_next = bool(stuck)
+            gate.set()
 
     def close(self) -> None:
         """Stop the frame iterator at the next frame. Safe to call twice."""

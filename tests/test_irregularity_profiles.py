@@ -32,6 +32,7 @@ EXPECTED = {
     Reason.FACE_UNREADABLE: (B, B, B, B),
     Reason.BOXPERSON_VOID: (N, N, N, N),
     Reason.TABLE_FAULT: (N, N, N, N),  # controller rule, not in the profile files
+    Reason.DICE_DID_NOT_MOVE: (N, N, N, N),  # rig rule (controller/rounds.py), not in the profile files
 }
 ORDER = ("ny-5324", "nj-13-47", "ny-4620", "house-practice")
 

@@ -1,0 +1,435 @@
+"""The round driver of automated and stadium rigs: runs :class:`controller.rounds.RoundCycle`
+inside the table service, commands the shaker through the firmware bridge, and turns dice that
+did not move into a no roll.
+
+The table service (controller/service.py) calls the driver at four points (``service.rounds``):
+
+- :meth:`RoundDriver.on_frame` before each frame's lifecycle step: events from other threads
+  (the shaker's "done", a "dice out" input, a technician's resume) are applied, the bets window
+  is closed when due, the shaker is commanded, the next round is opened when due. It returns a
+  :class:`~controller.verdict.Verdict` the service must publish now when the shaker ran and the
+  layout never moved (the dice did not move at all);
+- :meth:`RoundDriver.throw_started` on the lifecycle's "throw started" (first motion): in
+  motion; in live mode, bets close here (9 NYCRR 5324.52(c)(1));
+- :meth:`RoundDriver.review` on a verdict read at rest, before it is committed: at rest, and a
+  valid-looking result from dice resting where they rested last time with the same faces becomes a
+  no roll ``dice-did-not-move`` (a rig rule, see controller/rounds.py);
+- :meth:`RoundDriver.verdict_published` after a verdict is published: the round's verdict,
+  then results, a re-throw or a stop (technician).
+
+Automated throw: ``SHAKER(action, shake_ms, intensity)`` through :class:`FirmwareShaker`
+(``FirmwareLink.send_command``; its ACK means started), the lifecycle armed
+(:meth:`controller.lifecycle.RollLifecycle.arm`: the next motion is a throw), then the shaker's
+``INPUT_EVENT SHAKER_DONE`` is awaited (docs/firmware-protocol.md). A command refused or not
+acknowledged, a "done" that reports a jam or the failsafe, or no "done" within
+``shake_ms + shaker_done_timeout_s`` stops the table with a fault: a SHAKER is never blindly
+repeated (firmware_bridge.link.CommandFailed). A new throw waits for the previous "done".
+
+Every round event is published on the bus under topic ``"round"`` (docs/messages.md#round); the
+``bets-closed`` lamp is lit whenever bets are not open (:class:`RoundLamps`).
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from datetime import datetime, timezone
+from typing import Callable, Protocol
+
+from controller.lifecycle import IN_MOTION as LIFECYCLE_IN_MOTION, WAITING as LIFECYCLE_WAITING
+from controller.reasons import Reason
+from controller.rounds import (AT_REST, BETS_OPEN, IN_MOTION, NEXT_RETHROW, NEXT_STOP, NO_MORE_BETS, RESULTS,
+                               THROW, VERDICT, RestDie, RoundCycle, RoundsConfig)
+from controller.verdict import Verdict
+
+log = logging.getLogger("controller.automation")
+
+#: Shaker "done" results that end a throw normally (the others are faults).
+DONE_OK = ("completed",)
+
+
+class ShakerPort(Protocol):
+    """What the driver needs of the rig's actuator."""
+
+    def start(self, action: str, duration_ms: int, intensity: int) -> None:
+        """Start the shaker (``action`` ``"shake"``) or blower (``"blow"``); return once the
+        microcontroller accepted it. Raises on refusal or no acknowledgement."""
+        ...
+
+
+class FirmwareShaker:
+    """The shaker and blower of the table microcontroller (docs/firmware-protocol.md SHAKER,
+    INPUT_EVENT SHAKER_DONE).
+
+    Args:
+        link: a started :class:`firmware_bridge.link.FirmwareLink`.
+        on_done: called with ``(result, action)`` for each SHAKER_DONE event (on the link's
+            dispatch thread): ``result`` is ``"completed"``, ``"stopped"``, ``"jammed"`` or
+            ``"failsafe"``.
+        timeout_s: the command's deadline, seconds (default: the link's ``command_deadline_s``).
+    """
+
+    def __init__(self, link, on_done: Callable[[str, str], None], timeout_s: float | None = None) -> None:
+        from firmware_bridge.protocol import InputId
+
+        self.link, self.on_done, self.timeout_s = link, on_done, timeout_s
+        self._input = InputId.SHAKER_DONE
+        link.add_event_listener(self._on_event)
+
+    def _on_event(self, ev) -> None:
+        if ev.input != self._input:
+            return
+        from firmware_bridge.protocol import ShakerAction, ShakerResult
+
+        try:
+            result = ShakerResult(int(ev.detail)).name.lower()
+        except ValueError:
+            result = f"unknown-{ev.detail}"
+        try:
+            action = ShakerAction(int(ev.value)).name.lower()
+        except ValueError:
+            action = f"unknown-{ev.value}"
+        self.on_done(result, action)
+
+    def start(self, action: str, duration_ms: int, intensity: int) -> None:
+        """Send SHAKER and wait for its ACK.
+
+        Raises:
+            firmware_bridge.link.CommandFailed: refused (NAK, e.g. BUSY) or not acknowledged;
+            ValueError: an unknown action.
+        """
+        from firmware_bridge.protocol import Shaker, ShakerAction
+
+        if action not in ("shake", "blow"):
+            raise ValueError(f"shaker action must be 'shake' or 'blow', got {action!r}")
+        self.link.send_command(Shaker(ShakerAction.SHAKE if action == "shake" else ShakerAction.BLOW,
+                                      int(duration_ms), int(intensity)), timeout=self.timeout_s)
+
+    def close(self) -> None:
+        """Stop listening to the link."""
+        self.link.remove_event_listener(self._on_event)
+
+
+class RoundLamps:
+    """A :class:`controller.lamps.LampController` seen through the round cycle: ``bets-closed``
+    is lit whenever the round's bets are not open (as well as while dice are in motion and on a
+    fault). Every other attribute is the controller's."""
+
+    def __init__(self, lamps, cycle: RoundCycle) -> None:
+        self._lamps, self._cycle = lamps, cycle
+
+    def update(self, state, phase: str, now: float):
+        """See ``LampController.update``; the lifecycle phase shows as "in motion" (bets-closed
+        lit) while the round's bets are closed."""
+        return self._lamps.update(state, LIFECYCLE_IN_MOTION if self._cycle.bets_closed else phase, now)
+
+    def __getattr__(self, name):
+        return getattr(self._lamps, name)
+
+
+def scene_of(verdict: Verdict) -> tuple[RestDie, ...]:
+    """The dice of a verdict's observations as :class:`RestDie` (value, centre in pixels)."""
+    out = []
+    for o in verdict.observations:
+        r = o.reading
+        out.append(RestDie(r.value, float(r.centre[0]), float(r.centre[1])))
+    return tuple(out)
+
+
+class RoundDriver:
+    """Runs a :class:`RoundCycle` in the service (see the module docstring).
+
+    Args:
+        cycle: the round cycle (its clock must be the service's frame clock).
+        lifecycle: the service's :class:`controller.lifecycle.RollLifecycle` (armed before a
+            shake; in live mode a round opens only while it is ``waiting``: table empty, still).
+        shaker: a :class:`ShakerPort` (automated mode), or ``None`` (live mode).
+        trigger: called right after the shaker started (the simulated table's
+            ``SimSource.throw``), or ``None``.
+        raise_fault, clear_fault: ``(where, message)`` / ``(where)``: the service's fault
+            handling (alarm on the bus, fault lamp).
+        wall: the wall clock of the shaker's timeouts (``time.monotonic``; tests inject one).
+    """
+
+    def __init__(self, cycle: RoundCycle, *, lifecycle, shaker: ShakerPort | None = None,
+                 trigger: Callable[[], None] | None = None,
+                 raise_fault: Callable[[str, str], None] | None = None,
+                 clear_fault: Callable[[str], None] | None = None,
+                 wall: Callable[[], float] = time.monotonic) -> None:
+        if cycle.mode == "automated" and shaker is None:
+            raise ValueError("automated mode needs a shaker (the firmware bridge)")
+        self.cycle, self.lifecycle, self.shaker, self.trigger = cycle, lifecycle, shaker, trigger
+        self._raise = raise_fault or (lambda where, msg: log.error("%s: %s", where, msg))
+        self._clear = clear_fault or (lambda where: None)
+        self.wall = wall
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.shaking = False
+        self._shake_deadline = 0.0
+        self._done_t: float | None = None
+        self._throw_pending = False
+        self._scene: tuple[RestDie, ...] = ()
+        self.stray_verdicts: list[str] = []
+        self.rounds_done = 0
+
+    # --- other threads ------------------------------------------------------------------------
+
+    def post(self, event: str, **details) -> None:
+        """Hand the driver an event from another thread: ``"shaker-done"`` (``result``,
+        ``action``), ``"dice-out"`` (live: the dice left the shooter's hand), ``"resume"``
+        (``who``: a technician cleared a stop)."""
+        self._inbox.put((event, details))
+
+    def shaker_done(self, result: str, action: str = "shake") -> None:
+        """The shaker's "done" event (any thread); see :class:`FirmwareShaker`."""
+        self.post("shaker-done", result=result, action=action)
+
+    def dice_out(self) -> None:
+        """The "dice out" input (any thread): bets close now (live mode)."""
+        self.post("dice-out")
+
+    def resume(self, who: str = "technician") -> None:
+        """A technician cleared the stop (any thread)."""
+        self.post("resume", who=who)
+
+    # --- service hooks ------------------------------------------------------------------------
+
+    def on_frame(self, t: float, moving: bool) -> Verdict | None:
+        """Before the lifecycle step of the frame at ``t`` (frame clock). Returns a no roll
+        ``dice-did-not-move`` to publish now when the shaker ran and nothing moved for
+        ``no_motion_s`` after its "done", else ``None``."""
+        c, cfg = self.cycle, self.cycle.config
+        self._drain(t)
+        if c.phase is None:
+            c.open()
+        if c.stopped:
+            return None
+        if self.shaking and self.wall() > self._shake_deadline:
+            self.shaking = False
+            self._stop("shaker", f"no shaker 'done' within {cfg.shake_ms / 1000 + cfg.shaker_done_timeout_s:.1f} s")
+            return None
+        if c.mode == "automated":
+            if c.close_due(t):
+                c.close_bets("window")
+                self._throw_pending = True
+            if self._throw_pending and not self.shaking:
+                self._throw(t)
+            if c.open_due(t) and not self.shaking:
+                c.open()
+            if (c.phase == THROW and not self.shaking and self._done_t is not None and not moving
+                    and t - self._done_t >= cfg.no_motion_s):
+                self._done_t = None
+                return Verdict(kind="no-roll", reason=Reason.DICE_DID_NOT_MOVE, dice=None,
+                               irregularities=(Reason.DICE_DID_NOT_MOVE,))
+        elif c.open_due(t) and self.lifecycle.phase == LIFECYCLE_WAITING:
+            c.open()
+        return None
+
+    def throw_started(self, t: float) -> None:
+        """The lifecycle saw a throw start (first motion of a throw) at ``t``."""
+        c = self.cycle
+        if c.stopped:
+            return
+        if c.mode == "live":
+            self._live_out("first-motion")
+            return
+        if c.phase == THROW:
+            c.motion()
+        elif c.phase in (BETS_OPEN, NO_MORE_BETS, RESULTS):
+            # motion on the layout of a closed automated rig that the controller did not cause
+            if c.phase == BETS_OPEN:
+                c.close_bets("first-motion")
+            self._stop("unscheduled-throw", f"dice moved at t={t:.3f} s without a shaker command")
+
+    def review(self, verdict: Verdict, t: float) -> Verdict:
+        """A verdict read at rest, before it is committed: at rest; a result from dice that rest
+        where they rested at the end of the previous throw, with the same faces, becomes a no roll
+        ``dice-did-not-move`` (the observations are kept as evidence)."""
+        c = self.cycle
+        if c.phase == IN_MOTION:
+            c.at_rest()
+        scene = scene_of(verdict)
+        self._scene = scene
+        if c.mode == "automated" and c.phase not in (THROW, AT_REST, VERDICT) and verdict.kind == "roll":
+            # dice at rest after motion the rig did not cause (stopped table, tampering): never a result
+            return Verdict(kind="no-roll", reason=Reason.TABLE_FAULT, dice=None,
+                           irregularities=verdict.irregularities, observations=verdict.observations)
+        if verdict.kind != "boxperson" and c.dice_did_not_move(scene):
+            return Verdict(kind="no-roll", reason=Reason.DICE_DID_NOT_MOVE, dice=None,
+                           irregularities=(Reason.DICE_DID_NOT_MOVE, *verdict.irregularities),
+                           observations=verdict.observations)
+        return verdict
+
+    def verdict_published(self, body: dict, t: float) -> None:
+        """A verdict was published (``body``: the roll message body)."""
+        c = self.cycle
+        if c.phase not in (THROW, IN_MOTION, AT_REST, VERDICT):
+            self.stray_verdicts.append(str(body.get("roll_id")))
+            log.warning("verdict %s outside a throw of a round (phase %s)", body.get("roll_id"), c.phase)
+            return
+        reason = body.get("reason")
+        scene, self._scene = self._scene, ()
+        nxt = c.verdict(str(body.get("roll_id")), str(body.get("verdict")), reason, body.get("dice"), scene)
+        if reason == Reason.DICE_DID_NOT_MOVE.value:
+            self._raise("dice-did-not-move", f"{body.get('roll_id')}: the dice did not move "
+                                             f"({c.stuck_run} in a row)")
+        elif body.get("verdict") != "boxperson":
+            self._clear("dice-did-not-move")
+        if nxt == NEXT_RETHROW:
+            self._throw_pending = True
+        elif nxt == NEXT_STOP:
+            self._raise("technician", c.stop_cause or "table stopped")
+        elif c.phase == RESULTS:
+            self.rounds_done += 1
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _drain(self, t: float) -> None:
+        c = self.cycle
+        while True:
+            try:
+                event, d = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if event == "shaker-done":
+                self.shaking = False
+                self._done_t = t
+                if d.get("result") not in DONE_OK and not c.stopped:
+                    self._stop("shaker", f"shaker {d.get('action')} ended: {d.get('result')}")
+            elif event == "dice-out":
+                if c.mode == "live" and not c.stopped:
+                    self._live_out("dice-out")
+            elif event == "resume":
+                if c.stopped:
+                    c.resume(str(d.get("who") or "technician"))
+                    self._throw_pending = False
+                    self._clear("technician")
+                    self._clear("shaker")
+                    self._clear("dice-did-not-move")
+            else:
+                log.warning("unknown round driver event %r ignored", event)
+
+    def _live_out(self, cause: str) -> None:
+        """Live mode: the dice left the shooter's hand (first motion or the input)."""
+        c = self.cycle
+        if c.phase == RESULTS:       # thrown again before bets re-opened: a round with no window
+            c.open()
+        if c.phase == BETS_OPEN:
+            c.close_bets(cause)
+        if c.phase in (NO_MORE_BETS, VERDICT):
+            c.throw("shooter")
+        if c.phase == THROW and cause == "first-motion":
+            c.motion()
+
+    def _throw(self, t: float) -> None:
+        c, cfg = self.cycle, self.cycle.config
+        self._throw_pending = False
+        if c.phase not in (NO_MORE_BETS, VERDICT):
+            return
+        self.lifecycle.arm()
+        try:
+            self.shaker.start(cfg.action, cfg.shake_ms, cfg.intensity)
+        except Exception as exc:  # noqa: BLE001 - CommandFailed and link errors: never repeated blindly
+            self._stop("shaker", f"shaker command failed: {exc}")
+            return
+        self.shaking, self._done_t = True, None
+        self._shake_deadline = self.wall() + cfg.shake_ms / 1000.0 + cfg.shaker_done_timeout_s
+        c.throw("blower" if cfg.action == "blow" else "shaker")
+        if self.trigger is not None:
+            self.trigger()
+
+    def _stop(self, where: str, message: str) -> None:
+        log.error("table stopped: %s: %s", where, message)
+        if not self.cycle.stopped:
+            self.cycle.stop(f"{where}: {message}")
+        self._raise(where, message)
+
+
+def round_prefix(table_id: str, now: datetime | None = None) -> str:
+    """Round id prefix: the table id and the UTC start time to the second (unique across
+    restarts), e.g. ``"table-1-20261130T000512"``."""
+    now = now or datetime.now(timezone.utc)
+    return f"{table_id}-{now.strftime('%Y%m%dT%H%M%S')}"
+
+
+def attach_rounds(service, config: RoundsConfig, *, mode: str, shaker: ShakerPort | None = None,
+                  trigger: Callable[[], None] | None = None, wall: Callable[[], float] = time.monotonic,
+                  prefix: str | None = None) -> RoundDriver:
+    """Run the round cycle inside ``service`` (a :class:`controller.service.TableService`):
+    round events are published on its bus under topic ``"round"`` (through the service, so
+    ``on_message`` sees them), its lamps show bets closed, its faults raise alarms.
+
+    Args:
+        service: the table service (``service.rounds`` is set).
+        config: ``[rounds]``.
+        mode: ``"automated"`` or ``"live"``.
+        shaker: automated mode: the actuator (e.g. :class:`FirmwareShaker`; its "done" events
+            must reach :meth:`RoundDriver.shaker_done`).
+        trigger: called after each shake starts (the simulated table's ``SimSource.throw``).
+        wall: clock of the shaker timeouts.
+        prefix: the round id prefix (default :func:`round_prefix`).
+
+    Returns:
+        the driver.
+    """
+    def publish(body: dict) -> None:
+        service._publish("round", body)
+
+    cycle = RoundCycle(prefix or round_prefix(service.table_id), config, mode=mode,
+                       clock=lambda: service._now, publish=publish)
+    driver = RoundDriver(cycle, lifecycle=service.lifecycle, shaker=shaker, trigger=trigger,
+                         raise_fault=service._raise_fault, clear_fault=service._clear_fault, wall=wall)
+    service.lamps = RoundLamps(service.lamps, cycle)
+    service.rounds = driver
+    return driver
+
+
+def attach_simulated_rig(service, config: RoundsConfig, *, mode: str, source=None, link=None,
+                         mcu_seed: int = 0) -> tuple[RoundDriver, list[Callable[[], None]]]:
+    """:func:`attach_rounds` with the rig in software: in automated mode a
+    :class:`firmware_bridge.mcu_sim.SimulatedMcu` (shaker included) on a pseudo-terminal and a
+    :class:`firmware_bridge.link.FirmwareLink` to it (unless ``link`` is given), and the simulated
+    table (``source``, a ``SimSource``) told to throw when the shaker starts.
+
+    Returns:
+        ``(driver, closers)``: call the closers (in order) when done.
+
+    Raises:
+        RuntimeError: the simulated microcontroller's link did not come up within 5 s.
+    """
+    closers: list[Callable[[], None]] = []
+    shaker = None
+    trigger = None
+    if source is not None and hasattr(source, "throw_on_command") and mode == "automated":
+        source.throw_on_command()
+        trigger = source.throw
+    if mode == "automated":
+        if link is None:
+            from firmware_bridge.config import BridgeConfig
+            from firmware_bridge.link import FirmwareLink
+            from firmware_bridge.mcu_sim import SimulatedMcu
+
+            mcu = SimulatedMcu(seed=mcu_seed)
+            path = mcu.start()
+            link = FirmwareLink(BridgeConfig(port=str(path), exclusive=False, require_wall_sensor=False)).start()
+            closers.extend([link.close, mcu.stop])
+            if not link.wait_up(5.0):
+                for close in closers:
+                    close()
+                raise RuntimeError("the simulated microcontroller's link did not come up within 5 s")
+        holder: list[RoundDriver] = []
+        shaker = FirmwareShaker(link, lambda result, action: holder[0].shaker_done(result, action))
+        closers.insert(0, shaker.close)
+    driver = attach_rounds(service, config, mode=mode, shaker=shaker, trigger=trigger)
+    if shaker is not None:
+        holder.append(driver)
+    return driver, closers
+
+
+def wait_rounds(driver: RoundDriver, rounds: int) -> Callable[[], bool]:
+    """A ``should_stop`` for ``TableService.run``: true after ``rounds`` rounds have results, or
+    once the table stopped."""
+    return lambda: driver.rounds_done >= rounds or driver.cycle.stopped
+
+
+__all__ = ["RoundDriver", "RoundLamps", "FirmwareShaker", "ShakerPort", "attach_rounds", "attach_simulated_rig",
+           "round_prefix", "scene_of", "wait_rounds"]
