@@ -292,8 +292,12 @@ def read_face(lab: np.ndarray, mask: np.ndarray, side: float) -> FaceRead:
         ps = fit.pitch / side
         if not (0.12 <= ps <= 0.45):
             return FaceRead(None, 0.15, rc, pips, fit, reason=f"pitch {ps:.2f} of side")
-        if off > 0.35:
+        if off > (0.22 if fit.value <= 3 else 0.35):
+            # A 2 or 3 is a diagonal through the die's centre; a row of three off the
+            # centre is a 6's column.
             return FaceRead(None, 0.15, rc, pips, fit, reason="layout off centre")
+        if fit.value == 6 and np.isfinite(fit.aspect) and fit.aspect > 1.6:
+            return FaceRead(None, 0.15, rc, pips, fit, reason="six with a distorted grid")
         mean_d = 2 * np.sqrt(np.mean(areas) / np.pi)
         if fit.pitch < 0.8 * mean_d:
             return FaceRead(None, 0.15, rc, pips, fit, reason="pips too close")
