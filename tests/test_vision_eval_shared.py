@@ -38,17 +38,17 @@ def oblique():
 
 def test_topdown_regression_floors(topdown) -> None:
     assert topdown.n_labels == 308
-    assert topdown.recall >= 0.76
+    assert topdown.recall >= 0.74
     assert topdown.face_accuracy >= 0.68
-    # A wrong number is far worse than a null: at most 3.5 % of matched dice.
-    assert topdown.wrong_values <= 0.035 * topdown.n_matched
+    # A wrong number is far worse than a null: at most 2.5 % of matched dice.
+    assert topdown.wrong_values <= 0.025 * topdown.n_matched
 
 
 def test_oblique_regression_floors(oblique) -> None:
     assert oblique.n_labels == 255
     assert oblique.recall >= 0.94
     assert oblique.face_accuracy >= 0.89
-    assert oblique.wrong_values <= 0.015 * oblique.n_matched
+    assert oblique.wrong_values <= 0.01 * oblique.n_matched
 
 
 @pytest.mark.xfail(strict=True, reason="issue 2 target not yet met (see docs/vision.md)")
