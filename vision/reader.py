@@ -6,12 +6,16 @@ Pipeline (classical OpenCV, no learned weights):
    noise-adaptive threshold, pip holes filled (:mod:`vision.segment`).
 2. Size: the die side is taken from ``expected_side_px`` (calibration) or from the median
    of the square-looking regions.
-3. Split: a region much larger than one die (dice touching each other) is split into
-   ``round(area / die_area)`` parts by k-means on its pixel coordinates.
-4. Read: pips inside each part, checked against the canonical layouts (:mod:`vision.pips`,
-   :mod:`vision.layout`); a part whose pips do not spell a face is returned with
-   ``value=None`` and a low confidence, never a guess.
-5. Flat: the upper face is square-on when the die outline and the pip grid are square.
+3. Split: a region larger than 1.4 dice (dice touching each other) is cut at thin necks,
+   or else into ``round(area / die_area)`` parts by k-means on its pixel coordinates; the
+   split is kept only when it gives more valid reads.
+4. Read: pips inside each part, checked against the canonical layouts and a set of vetoes
+   (:mod:`vision.pips`, :mod:`vision.layout`); a part whose pips do not spell a face beyond
+   doubt is returned with ``value=None`` and a low confidence, never a guess. A read whose
+   pip pitch is unlike the other dice in the frame (all dice on a table are one size) is
+   also refused.
+5. Flat: for 4, 5, 6 the pip grid's aspect (a tilted die's upper face is foreshortened);
+   for 1, 2, 3 the outline's (a tilted die shows a side face). See docs/vision.md.
 """
 from __future__ import annotations
 
