@@ -352,6 +352,15 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         observe=observer)
     service.closers.extend(closers)
     link = getattr(driver, "link", None)
+    if link is None and cfg.firmware is not None:
+        try:
+            link = open_input_link(cfg)  # lamps on GPIO, inputs (wall sensor, button) on the MCU
+        except SetupError:
+            service.close()
+            if publisher in opened:
+                publisher.close()
+            raise
+        service.closers.append(link.close)
     if health is True:
         health = build_health(cfg, source, bridge=link is not None)
     service.health = health or None
@@ -359,6 +368,26 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
     if link is not None:
         connect_firmware_inputs(link, service, require_bridge=cfg.health.require_bridge)
     return service, publisher
+
+
+def open_input_link(cfg: TableConfig):
+    """The firmware link of ``[firmware]`` for its inputs alone (the lamps are not on the
+    microcontroller): started, given up to 2 s to come up (else the service starts with the
+    fault shown).
+
+    Raises:
+        SetupError: the bridge is not available or the port cannot be used.
+    """
+    try:
+        from firmware_bridge.link import FirmwareLink
+    except ImportError as exc:
+        raise SetupError(f"[firmware]: the firmware bridge is not available ({exc})") from None
+    try:
+        link = FirmwareLink(cfg.firmware).start()
+    except Exception as exc:  # noqa: BLE001 - reported with the key
+        raise SetupError(f"firmware.port {cfg.firmware.port!r}: {exc}") from exc
+    link.wait_up(2.0)
+    return link
 
 
 def connect_firmware_inputs(link, service: TableService, *, require_bridge: bool = True) -> None:

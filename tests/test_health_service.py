@@ -348,3 +348,30 @@ def test_metrics_follow_frames_verdicts_and_safe_state(tmp_path):
     finally:
         run.stop()
         service.close()
+
+
+def test_gpio_lamps_with_the_bridge_for_inputs_show_the_fault_when_the_link_is_down(tmp_path):
+    """[firmware] configured, lamps on GPIO: the link is opened for its inputs, and when it goes
+    down the GPIO lamps show the fault and bets closed (issue 6: the lamps show a fault)."""
+    from gpiozero.pins.mock import MockFactory
+
+    from controller.lamps import GpioLampDriver
+    from firmware_bridge.mcu_sim import SimulatedMcu
+
+    factory = MockFactory()
+    with SimulatedMcu() as mcu:
+        cfg = table_config(tmp_path, firmware={"port": str(mcu.path)})
+        source = LiveSource()
+        service, _ = build_service(cfg, source, publisher=ListPublisher(), reader=fake_reader, health=True,
+                                   lamp_driver=GpioLampDriver(PINS, pin_factory=factory))
+        run = Running(service, source)
+        try:
+            assert wait_for(lambda: service.health_status is not None and not service.safe_state, 5.0)
+            mcu.disconnect(reconnect_after_s=None)
+            assert wait_for(lambda: factory.pin(PINS["fault"]).state and factory.pin(PINS["bets-closed"]).state, 2.0)
+            mcu.reconnect()
+            assert wait_for(lambda: not factory.pin(PINS["fault"]).state, 5.0)
+        finally:
+            run.stop()
+            service.close()
+    factory.close()
