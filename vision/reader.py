@@ -92,10 +92,10 @@ def _die_shaped(mask: np.ndarray) -> bool:
     return max(w, h) / min(w, h) <= 1.4 and cv2.contourArea(cnt) >= 0.7 * w * h
 
 
-def _split_necks(mask: np.ndarray, side: float) -> list[np.ndarray]:
+def _split_necks(mask: np.ndarray, side: float, share: float = 1 / 3) -> list[np.ndarray]:
     """Cut dice joined by a thin neck (touching at a corner): open the region with a disc
-    a third of a die wide and return the parts, each grown back inside the region."""
-    k = max(3, int(round(side / 3)) | 1)
+    ``share`` of a die wide and return the parts, each grown back inside the region."""
+    k = max(3, int(round(side * share)) | 1)
     se = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k))
     opened = cv2.morphologyEx(mask, cv2.MORPH_OPEN, se)
     n, labels, stats, _ = cv2.connectedComponentsWithStats(opened)
@@ -220,6 +220,11 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> li
         if r.area > 1.4 * die_area:
             split = []
             necks = _split_necks(rmask, side)
+            if len(necks) < 2 and r.area > 3 * die_area:
+                # A die against a wall or rail merges with it: a disc most of a die wide
+                # removes the band and keeps the die.
+                necks = [pm for pm in _split_necks(rmask, side, 0.75)
+                         if cv2.countNonZero(pm) < 2.5 * die_area]
             by_neck = len(necks) >= 2
             for pm in necks if by_neck else (_split(rmask, k) if k >= 2 else []):
                 pa = float(cv2.countNonZero(pm))
