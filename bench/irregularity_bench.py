@@ -24,6 +24,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections import Counter
@@ -35,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from camera.calibration import Calibration  # noqa: E402
-from controller.irregularity import TableObject, judge  # noqa: E402
+from controller.irregularity import TableObject, Tolerances, judge  # noqa: E402
 from controller.irregularity_profile import IrregularityProfile, load_profile  # noqa: E402
 from controller.policy import Action  # noqa: E402
 from controller.reasons import Reason  # noqa: E402
@@ -140,6 +141,12 @@ def calibration_for(renderer: Renderer, geometry) -> Calibration:
                                        camera_height_mm=renderer.c.height_mm)
 
 
+def tolerances_for(geometry) -> Tolerances:
+    """Detector settings a calibrated table gives: the far-wall reach from the wall's rubber
+    depth and the die's half diagonal (a die touching the rubber with a corner)."""
+    return Tolerances(far_wall_reach_mm=geometry.rubber_depth + geometry.die_size / math.sqrt(2))
+
+
 def objects_for(geometry) -> list[TableObject]:
     """The chip stacks on the layout (wagers), table mm."""
     return [TableObject(s.x, s.y, CHIP_DIAMETER_MM / 2, s.height) for s in geometry.stacks]
@@ -227,7 +234,7 @@ class Bench:
         expected = expected_verdict(th.states, th.moving, profile)
         verdict, observed = judge(seen["readings"], calibration=seen["calibration"], profile=profile,
                                   objects=objects_for(g), track=seen["track"], timed_out=th.moving,
-                                  wall_height_mm=g.wall_height)
+                                  wall_height_mm=g.wall_height, tolerances=tolerances_for(g))
         got = (verdict.kind, verdict.reason, None if verdict.dice is None else tuple(sorted(verdict.dice)))
         right = got[0] == expected[0] and got[2] == expected[2]
         wrong_value = got[0] == "roll" and (expected[0] != "roll" or got[2] != expected[2])

@@ -117,6 +117,11 @@ class Tolerances:
         open_felt_is_flat: a die the reader calls not flat with no object within reach (no
             chip stack, rail, chip bank or other die) lies flat: nothing can hold it cocked.
             ``False``: its face is in dispute (for tables where objects are not known).
+        far_wall_reach_mm: a die struck the far wall only if its track came within this many mm
+            of the wall (the band's edge farthest from the table's centre), not just into the
+            band. Geometry: a die touching the wall's rubber with a corner has its centre
+            ``rubber depth + die side / sqrt(2)`` from the wall (10 + 13.5 mm on the simulated
+            table); no die beyond that touched it. ``None``: anywhere in the band counts.
     """
 
     on_die_ratio: float = 0.8
@@ -128,6 +133,7 @@ class Tolerances:
     wall_contact: float = 0.75
     strike_gap_s: float = 0.005
     open_felt_is_flat: bool = True
+    far_wall_reach_mm: float | None = None
 
 
 @dataclass(frozen=True)
@@ -220,8 +226,23 @@ def _is_die(r: DieReading, min_presence: float) -> bool:
     return not (r.value is None and r.confidence < min_presence)
 
 
-def _far_wall_from_track(track, band: np.ndarray | None, n_dice: int) -> bool | None:
-    """Each die's track must enter the far-wall band. ``None`` when the track cannot tell."""
+def _wall_edge(band: np.ndarray, playing: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The far wall: the edge of the band polygon whose line lies farthest from the playing
+    area's centre (perpendicular distance)."""
+    centre = playing.mean(axis=0) if playing is not None else band.mean(axis=0)
+    n = len(band)
+    edges = [(band[i], band[(i + 1) % n]) for i in range(n) if np.any(band[i] != band[(i + 1) % n])]
+
+    def line_distance(e: tuple[np.ndarray, np.ndarray]) -> float:
+        d = e[1] - e[0]
+        return abs(float(d[0] * (centre[1] - e[0][1]) - d[1] * (centre[0] - e[0][0]))) / float(np.hypot(*d))
+    return max(edges, key=line_distance)
+
+
+def _far_wall_from_track(track, band: np.ndarray | None, n_dice: int, playing: np.ndarray | None = None,
+                         reach_mm: float | None = None) -> bool | None:
+    """Each die's track must enter the far-wall band (and, with ``reach_mm``, come within
+    ``reach_mm`` of the wall itself). ``None`` when the track cannot tell."""
     if track is None or band is None:
         return None
     from camera.calibration import point_in_polygon  # the even-odd test used for the zones
@@ -229,7 +250,14 @@ def _far_wall_from_track(track, band: np.ndarray | None, n_dice: int) -> bool | 
     tracks = [list(t) for t in track if len(t) > 0]
     if len(tracks) < max(1, n_dice):
         return None
-    reached = [any(point_in_polygon(band, (float(x), float(y))) for x, y in _track_points(t)) for t in tracks]
+    wall = _wall_edge(band, playing) if reach_mm is not None else None
+
+    def strikes(x: float, y: float) -> bool:
+        if not point_in_polygon(band, (x, y)):
+            return False
+        return wall is None or _dist_to_boundary(np.asarray(wall), (x, y)) <= reach_mm
+
+    reached = [any(strikes(float(x), float(y)) for x, y in _track_points(t)) for t in tracks]
     return all(reached)
 
 
@@ -503,7 +531,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
 
     # --- far-wall strike, 5324.52(k)(2)(ii) and (g) --------------------------------------------
     band = geo.zones.get("far_wall_band") if geo is not None else None
-    by_track = _far_wall_from_track(track, band, 2)
+    by_track = _far_wall_from_track(track, band, 2, geo.zones.get("playing") if geo is not None else None,
+                                    tol.far_wall_reach_mm)
     by_sensor = _far_wall_from_sensor(wall_strikes, window, tol.strike_gap_s)
     if by_sensor is False:
         struck = False

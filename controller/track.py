@@ -11,8 +11,10 @@ largest are one die each; a lone component holds both dice when it covers ``toge
 die areas, else one. Components are assigned to the two tracks by the least total distance to
 each track's predicted position (constant velocity from its last two points); both tracks take
 a component holding both dice. Each point is the
-component's centroid mapped to the felt plane by the calibration's homography (a die in the air
-appears a little further from the camera's nadir than it is: at 50 mm up, 3 % of its distance).
+component's centroid mapped to the felt plane by the calibration's homography, corrected for
+the parallax of a die's centre half a side above the felt when the calibration knows the camera
+height (``Calibration.felt_point``); a die in the air appears further out still (at 50 mm up,
+3 % of its distance from the nadir).
 
 Pure apart from numpy/OpenCV; one :meth:`ThrowTracker.add` costs about 1-2 ms at 1280x720.
 """
@@ -134,8 +136,13 @@ class ThrowTracker:
         else:
             points = [(blobs[0][0], blobs[0][1])]
         assign = self._assign(points, float(t))
+        half = float(getattr(self.cal, "die_size_mm", 19.05)) / 2.0
+        felt_point = getattr(self.cal, "felt_point", None)
         for d, p in assign.items():
-            mm = self.cal.to_mm([[p[0], p[1]]])[0]
+            if felt_point is not None:  # the die's centre is half a side up: parallax-corrected
+                mm = felt_point((p[0], p[1]), half)
+            else:
+                mm = self.cal.to_mm([[p[0], p[1]]])[0]
             self._tracks[d].append((float(t), float(mm[0]), float(mm[1])))
             self._prev_px[d] = self._last_px[d]
             self._last_px[d] = (float(t), p[0], p[1])

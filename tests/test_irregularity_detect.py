@@ -225,3 +225,18 @@ def test_die_the_track_saw_settle_is_not_off_table():
     assert verdict(one, track=[settle_a, settle_b]) == ("boxperson", "face-unreadable", None)
     assert verdict(one, track=[settle_a, flying]) == ("no-roll", "die-off-table", None)
     assert verdict([], track=[settle_a, settle_b]) == ("boxperson", "face-unreadable", None)
+
+
+def test_far_wall_reach_narrows_the_band():
+    """A die that stopped 30 mm from the wall entered the 50 mm band without touching the wall
+    (its centre must come within rubber + half diagonal, 23.5 mm, to touch it)."""
+    L = GEOM.length
+    stopped = [[(0.0, 500.0, 200.0), (0.5, L - 30.0, 200.0)], [(0.0, 500.0, 300.0), (0.4, L - 12.0, 300.0)]]
+    dice = [die(600, 200, 3), die(700, 300, 4)]
+    assert verdict(dice, track=stopped) == ("roll", None, (3, 4))
+    reach = Tolerances(far_wall_reach_mm=10.0 + 19.05 / 2 ** 0.5)
+    v, _ = judge(dice, calibration=CAL, profile=load_profile("ny-5324"), track=stopped, tolerances=reach)
+    assert (v.kind, v.reason) == ("no-roll", Reason.FAR_WALL_MISSED)
+    touched = [stopped[0][:1] + [(0.5, L - 20.0, 200.0)], stopped[1]]
+    v, _ = judge(dice, calibration=CAL, profile=load_profile("ny-5324"), track=touched, tolerances=reach)
+    assert (v.kind, v.dice) == ("roll", (3, 4))
