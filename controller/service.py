@@ -347,12 +347,7 @@ class TableService:
         now = time.monotonic() if now is None else float(now)
         if (self._outbox_blocked or self._held) and now - self._last_retry >= 1.0:
             self._last_retry = now
-            while self._held:
-                try:
-                    self._publish("alarm", self._held[0])
-                except Exception:  # noqa: BLE001 - still down: next second
-                    break
-                self._held.popleft()
+            self._send_held()
             if self._outbox_blocked:
                 self._flush_outbox()
         if not self._frame_seen and self._grace_until is not None and now < self._grace_until:
@@ -375,14 +370,22 @@ class TableService:
             log.info("safe state left: %s cleared", ", ".join(status.cleared))
             self._clear_fault("health")
         self.lamps.update(self.store.state, self.lifecycle.phase, now=self._now)
-        try:
-            self._publish("alarm", body)
-        except Exception as exc:  # noqa: BLE001 - kept and retried: the bus may be the fault
-            log.error("could not publish the alarm %s (kept for retry): %s", body["code"], exc)
-            self._held.append(body)
+        self._held.append(body)  # in order behind any alarm the bus refused before
+        self._send_held()
         if self.on_health is not None:
             self.on_health(status)
         return status
+
+    def _send_held(self) -> None:
+        """Publish the held safe-state alarms, oldest first, until the bus refuses one (it is
+        kept, with those after it, for the next try about a second later)."""
+        while self._held:
+            try:
+                self._publish("alarm", self._held[0])
+            except Exception as exc:  # noqa: BLE001 - the bus may be the fault: retried
+                log.error("could not publish the alarm %s (kept for retry): %s", self._held[0].get("code"), exc)
+                return
+            self._held.popleft()
 
     def frame_clock(self) -> float:
         """Now on the frame clock (seconds, ``Frame.t``): the last frame's time plus the

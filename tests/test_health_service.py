@@ -16,6 +16,7 @@ import pytest
 
 from camera.base import Frame
 from controller.config import TableConfig
+from controller.lifecycle import IN_MOTION
 from controller.service_cli import build_service
 from vision.types import DieReading
 
@@ -239,9 +240,11 @@ def test_bridge_down_and_wall_sensor_down_refuse_rolls_with_table_fault(tmp_path
         def throw(dice, strikes=0):
             n = len(pub.bodies("roll"))
             source.throw(dice)
-            for _ in range(strikes):  # the far-wall sensor, while the dice fly
-                mcu.strike_far_wall()
-                time.sleep(0.03)
+            if strikes:  # the far-wall sensor, while the dice fly
+                assert wait_for(lambda: service.lifecycle.phase == IN_MOTION, 3.0)
+                for _ in range(strikes):
+                    mcu.strike_far_wall()
+                    time.sleep(0.01)
             assert wait_for(lambda: len(pub.bodies("roll")) > n, 5.0), "no verdict"
             return pub.bodies("roll")[-1]
 
@@ -261,6 +264,7 @@ def test_bridge_down_and_wall_sensor_down_refuse_rolls_with_table_fault(tmp_path
             bridge_s = entered_safe_after(service, t0)
             assert "bridge-down" in service.health_status.reasons
             assert service.lamps.shown["fault"] == "on" and service.lamps.shown["bets-closed"] == "on"
+            assert wait_for(lambda: [a for a in pub.bodies("alarm") if a.get("code") == "safe-state"], 2.0)
             alarm = [a for a in pub.bodies("alarm") if a.get("code") == "safe-state"][-1]
             assert "bridge-down" in alarm["reasons"] and alarm["safe_state"] is True
             body = throw([(5, 100, 100), (5, 200, 120)], strikes=0)
@@ -272,7 +276,7 @@ def test_bridge_down_and_wall_sensor_down_refuse_rolls_with_table_fault(tmp_path
             # plugged back: the table reopens by itself and takes the next roll
             mcu.reconnect()
             assert wait_for(lambda: not service.safe_state, 5.0)
-            assert pub.bodies("alarm")[-1]["code"] == "safe-state-cleared"
+            assert wait_for(lambda: pub.bodies("alarm")[-1]["code"] == "safe-state-cleared", 2.0)
             assert wait_for(lambda: mcu.lamp("fault")[0] == "off", 3.0)
             body = throw([(2, 100, 100), (2, 200, 120)], strikes=2)
             assert (body["verdict"], body["dice"]) == ("roll", [2, 2]) and service.store.state.point == 4
@@ -311,14 +315,16 @@ def test_bus_down_is_a_safe_state_and_the_held_alarm_goes_out_when_it_is_back(tm
         assert wait_for(lambda: service.health_status is not None and service.stats.frames > 5)
         pub.down = True
         source.throw([(3, 100, 100), (3, 200, 120)])  # the verdict cannot be published: bus down
+        assert wait_for(lambda: service.store.unpublished(), 5.0)  # committed, kept in the outbox
+        held = service.store.unpublished()[0]
         assert wait_for(lambda: service.safe_state, 5.0)
         assert "bus-down" in service.health_status.reasons
         assert service.lamps.shown["fault"] == "on"
         pub.down = False  # back: the verdict and the held alarm go out, the table reopens
         assert wait_for(lambda: not service.safe_state, 5.0)
-        codes = [a["code"] for a in pub.bodies("alarm")]
-        assert codes[-2:] == ["safe-state", "safe-state-cleared"]
-        assert [b["dice"] for b in pub.bodies("roll")] == [[3, 3]]
+        assert wait_for(lambda: [a["code"] for a in pub.bodies("alarm")][-2:] == ["safe-state", "safe-state-cleared"], 2.0)
+        assert wait_for(lambda: pub.bodies("roll"), 2.0)
+        assert [b["roll_id"] for b in pub.bodies("roll")] == [held["roll_id"]] and held["dice"] == [3, 3]
         assert service.store.unpublished() == []
     finally:
         run.stop()
