@@ -381,3 +381,29 @@ def test_gpio_lamps_with_the_bridge_for_inputs_show_the_fault_when_the_link_is_d
             run.stop()
             service.close()
     factory.close()
+
+
+def test_source_error_publishes_the_safe_state_then_stops(tmp_path):
+    """A camera that fails (FrameError) puts the table in its safe state with "camera-error" and
+    the service stops (exit status 1 in `craps-table run`, systemd restarts it)."""
+    from camera.base import FrameError
+
+    class Failing(LiveSource):
+        def frames(self):
+            for k, frame in enumerate(super().frames()):
+                if k == 10:
+                    raise FrameError("usb:0: read failed (device unplugged)")
+                yield frame
+
+    pub = ListPublisher()
+    source = Failing()
+    service, _ = build_service(table_config(tmp_path), source, publisher=pub, reader=fake_reader, health=True)
+    try:
+        with pytest.raises(FrameError, match="unplugged"):
+            service.run(source)
+        alarms = pub.bodies("alarm")
+        assert [a["code"] for a in alarms] == ["safe-state", "source-fault"]
+        assert alarms[0]["reasons"] == ["camera-error"] and "unplugged" in alarms[0]["details"]["camera-error"]
+        assert service.lamps.shown["fault"] == "on" and service.lamps.shown["bets-closed"] == "on"
+    finally:
+        service.close()
