@@ -34,8 +34,9 @@ What is detected, and from what (9 NYCRR 5324.52):
   is the face seen uppermost, which counts. Leaning sideways on an object, or no object found:
   the counted face is one the camera cannot see, so which face is uppermost is in dispute and
   the reading's value is withdrawn (``face-unreadable``: boxperson, (h)(1)(ii)). No object
-  within reach at all: nothing can hold a die cocked, so the reader's "not flat" is taken for
-  its error and the die is read flat (``Tolerances.open_felt_is_flat``). With the
+  within reach at all: also a dispute by default; with ``Tolerances.open_felt_is_flat`` the
+  reader's "not flat" is taken for its error (nothing can hold a die cocked on open felt) and
+  the die is read flat. With the
   profile option ``cocked = "as-read"`` (house practice) the face seen uppermost counts;
 * a dispute as to which face is uppermost, (h)(1)(ii): a value the reader is not sure of (left
   to the verdict's ``min_confidence``).
@@ -114,9 +115,11 @@ class Tolerances:
             rests on its top edge instead).
         wall_contact: a die centre within this of the playing area's edge touches the rail.
         strike_gap_s: wall-sensor strikes closer than this are one strike (seconds).
-        open_felt_is_flat: a die the reader calls not flat with no object within reach (no
-            chip stack, rail, chip bank or other die) lies flat: nothing can hold it cocked.
-            ``False``: its face is in dispute (for tables where objects are not known).
+        open_felt_is_flat: ``True``: a die the reader calls not flat with no object within
+            reach (no chip stack, rail, chip bank or other die) is read flat (nothing can hold
+            it cocked). ``False`` (default): its face is in dispute (boxperson): the objects on
+            the layout may not all be known, and a reader that misjudges flatness may also have
+            misread the face (seen on the simulated table: a 6 read as a 4, "not flat").
         far_wall_reach_mm: a die struck the far wall only if its track came within this many mm
             of the wall (the band's edge farthest from the table's centre), not just into the
             band. Geometry: a die touching the wall's rubber with a corner has its centre
@@ -132,7 +135,7 @@ class Tolerances:
     lean_min_height: float = 0.6
     wall_contact: float = 0.75
     strike_gap_s: float = 0.005
-    open_felt_is_flat: bool = True
+    open_felt_is_flat: bool = False
     far_wall_reach_mm: float | None = None
 
 

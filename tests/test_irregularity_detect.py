@@ -116,13 +116,14 @@ def test_cocked_leaning_on_a_tall_stack_is_a_dispute():
     assert verdict(readings, "house-practice") == ("roll", None, (5, 2))
 
 
-def test_not_flat_on_open_felt_is_read_flat_unless_told_otherwise():
+def test_not_flat_on_open_felt_is_a_dispute_unless_told_otherwise():
     readings = [die(600, 300, 2), die(800, 300, 5, flat=False)]
-    assert verdict(readings) == ("roll", None, (2, 5))
-    assert verdict(readings, "nj-13-47") == ("roll", None, (2, 5))
-    v, _ = judge(readings, calibration=CAL, profile=load_profile("ny-5324"),
-                 tolerances=Tolerances(open_felt_is_flat=False))
-    assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE)
+    assert verdict(readings) == ("boxperson", "face-unreadable", None)
+    open_felt = Tolerances(open_felt_is_flat=True)
+    v, _ = judge(readings, calibration=CAL, profile=load_profile("ny-5324"), tolerances=open_felt)
+    assert (v.kind, v.dice) == ("roll", (2, 5))
+    v, _ = judge(readings, calibration=CAL, profile=load_profile("nj-13-47"), tolerances=open_felt)
+    assert (v.kind, v.dice) == ("roll", (2, 5))
 
 
 def test_cocked_on_chips_and_against_the_rail_is_void():
