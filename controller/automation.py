@@ -262,6 +262,9 @@ class RoundDriver:
     def verdict_published(self, body: dict, t: float) -> None:
         """A verdict was published (``body``: the roll message body)."""
         c = self.cycle
+        if c.mode == "live" and c.phase == RESULTS:  # a throw the layout did not show starting
+            c.begin_closed("verdict-without-throw")
+            c.throw("shooter")
         if c.phase not in (THROW, IN_MOTION, AT_REST, VERDICT):
             self.stray_verdicts.append(str(body.get("roll_id")))
             log.warning("verdict %s outside a throw of a round (phase %s)", body.get("roll_id"), c.phase)
@@ -312,7 +315,7 @@ class RoundDriver:
         """Live mode: the dice left the shooter's hand (first motion or the input)."""
         c = self.cycle
         if c.phase == RESULTS:       # thrown again before bets re-opened: a round with no window
-            c.open()
+            c.begin_closed(cause)
         if c.phase == BETS_OPEN:
             c.close_bets(cause)
         if c.phase in (NO_MORE_BETS, VERDICT):
@@ -433,3 +436,19 @@ def wait_rounds(driver: RoundDriver, rounds: int) -> Callable[[], bool]:
 
 __all__ = ["RoundDriver", "RoundLamps", "FirmwareShaker", "ShakerPort", "attach_rounds", "attach_simulated_rig",
            "round_prefix", "scene_of", "wait_rounds"]
+
+
+def attach_for_run(service, cfg, source, mode: str) -> RoundDriver:
+    """``craps-table run --mode automated|live``: attach the round cycle of ``cfg.rounds`` to
+    ``service``. Automated: the shaker of the table's own firmware link when the lamps use it
+    (``lamps.driver = "firmware"``), else a simulated microcontroller (shaker included) on a
+    pseudo-terminal; the simulated table throws when the shaker starts. The closers are added
+    to ``service.closers`` (run by ``service.close()``).
+
+    Raises:
+        RuntimeError: the simulated microcontroller's link did not come up.
+    """
+    link = getattr(getattr(service.lamps, "driver", None), "link", None)
+    driver, closers = attach_simulated_rig(service, cfg.rounds, mode=mode, source=source, link=link)
+    service.closers.extend(closers)
+    return driver

@@ -23,6 +23,7 @@ from controller.health import HealthConfig
 from controller.lamps import LAMP_NAMES
 from controller.metrics import MetricsConfig
 from controller.policy import Policy, policy_from_mapping
+from controller.rounds import RoundsConfig
 
 try:  # the BUS helper's model; a bare fallback keeps the controller importable without it
     from bus.config import BusConfig
@@ -342,6 +343,8 @@ class TableConfig(_Section):
     settlement: SettlementSection = Field(default_factory=SettlementSection)
     firmware: BridgeConfig | None = None
     metrics: MetricsConfig | None = None
+    #: ``[rounds]``: the round cycle of ``craps-table run --mode automated|live`` (controller/rounds.py)
+    rounds: RoundsConfig = Field(default_factory=RoundsConfig)
     health: HealthConfig = Field(default_factory=HealthConfig)
 
     @model_validator(mode="before")

@@ -267,6 +267,16 @@ class RoundCycle:
         self._next_number += 1
         return self._emit(BETS_OPEN, window_s=self.config.bets_open_s if self.mode == "automated" else None)
 
+    def begin_closed(self, cause: str) -> dict:
+        """Start the next round with its bets already closed (live mode: the dice were thrown
+        again before the bets window could open). Only ``no-more-bets`` is published (with
+        ``opened: false``): no ``bets-open``, so settlement refuses every wager for it."""
+        self._expect("no-more-bets", None, RESULTS)
+        now = self.clock()
+        self.round = Round(f"{self.prefix}-{self._next_number:06d}", self._next_number, now, closed_at=now)
+        self._next_number += 1
+        return self._emit(NO_MORE_BETS, cause=cause, opened=False)
+
     def close_bets(self, cause: str) -> dict:
         """No more bets (``cause``: ``"window"``, ``"first-motion"``, ``"dice-out"``)."""
         self._expect("no-more-bets", BETS_OPEN)

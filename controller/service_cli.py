@@ -63,6 +63,11 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
                         help="frame source: sim[:SCENARIO] | replay:PATH | usb:N | picamera2[:N] "
                              "(default: [camera] source in the config)")
     parser.add_argument("--max-verdicts", type=int, default=None, help="stop after N verdicts")
+    parser.add_argument("--mode", default="table", choices=["table", "automated", "live"],
+                        help="table: a dealt game; automated: rounds paced by the controller, the shaker "
+                             "throws ([rounds], firmware bridge or a simulated MCU); live: stadium rounds, "
+                             "bets close at the first motion")
+    parser.add_argument("--max-rounds", type=int, default=None, help="--mode automated|live: stop after N rounds")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -121,9 +126,23 @@ def _run_service(args: argparse.Namespace) -> int:
                 log.warning("sd_notify STATUS failed: %s", exc)
 
         service.on_health = on_health
+        rounds = None
+        if getattr(args, "mode", "table") != "table":  # controller/automation.py
+            from controller.automation import attach_for_run
+
+            try:
+                rounds = attach_for_run(service, cfg, source, args.mode)
+            except RuntimeError as exc:
+                print(f"craps-table run: --mode {args.mode}: {exc}", file=sys.stderr)
+                service.close()
+                publisher.close()
+                source.close()
+                return 2
 
         def should_stop() -> bool:
             watchdog.tick()  # from the loop that does the work: a hung loop stops the pings
+            if rounds is not None and args.max_rounds is not None and rounds.rounds_done >= args.max_rounds:
+                return True
             return stop.is_set()
 
         try:

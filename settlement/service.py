@@ -192,6 +192,10 @@ class EnvelopeApplier:
         self.bettor = bettor
         self.on_line = on_line
         self.last_shooter = None
+        from .rounds import RoundGate
+
+        #: the table's rounds (topic "round"): wagers stamped after their round closed are refused
+        self.rounds = RoundGate()
 
     def bet(self) -> None:
         _bet(self.sess, self.bettor, self.on_line)
@@ -200,6 +204,9 @@ class EnvelopeApplier:
         sess, on_line = self.sess, self.on_line
         seq = env["seq"]
         body = env.get("body") or {}
+        if env.get("topic") == "round":
+            self.rounds.observe(env)
+            return 0
         if env.get("topic") == "state" and body.get("event") == "new-shooter":
             cause = body.get("cause", "voluntary")
             if sess.shooter_change(cause if cause in ("voluntary", "compulsory") else "voluntary", seq):
@@ -234,6 +241,14 @@ class EnvelopeApplier:
                     f"{sess.table.state.point} after seq={seq}")
         self.bet()
         return 1
+
+
+    def place_for_round(self, req: dict):
+        """Place a terminal's wager stamped with ``round_id`` and ``placed_at`` (see
+        settlement/rounds.py): refused with :class:`Rejected` when stamped or received after its
+        round closed (9 NYCRR 5324.52(c)(1)), else placed on the ledger like any wager."""
+        self.rounds.check(req)
+        return self.sess.place({k: v for k, v in req.items() if k not in ("round_id", "placed_at")})
 
 
 def _outcome(sess) -> str:

@@ -1,0 +1,153 @@
+"""Round gate: refuse a wager stamped after its round closed (automated and stadium rigs).
+
+The table publishes its round cycle on the bus under topic ``"round"`` (docs/messages.md#round):
+``bets-open``, ``no-more-bets``, ``throw``, ..., ``results``, each with a ``round_id``. A player
+terminal stamps each wager with the round it is for and the UTC time it was placed::
+
+    {"player": "p1", "bet": "pass", "amount": 1000,
+     "round_id": "table-1-20261130T000512-000042", "placed_at": "2026-11-30T00:07:03.120000+00:00"}
+
+:meth:`RoundGate.check` accepts it only when all of these hold, else raises
+:class:`settlement.engine.Rejected` naming what is wrong:
+
+1. it carries a ``round_id`` and a ``placed_at`` with a time zone;
+2. the gate has seen that round's ``bets-open`` (an unknown round is refused: it may be a guess);
+3. ``placed_at`` is not before the round's ``bets-open`` envelope time;
+4. the gate has not seen the round's ``no-more-bets`` (received after it, the wager is late,
+   whatever its stamp says), and ``placed_at`` is before the ``no-more-bets`` time when known;
+5. the round was not abandoned (a technician's ``resumed`` names it) and has no result.
+
+The rule: "Wagers shall be made before the dice are rolled" (9 NYCRR 5324.52(c)(1)); "All bets
+shall be made before the dice are thrown" (N.J.A.C. 13:47-20.25(h)1). The paragraph's exception
+(a wager made while the dice are in the air, confirmed orally by the dealer and a boxperson) has no
+terminal equivalent and is not offered.
+
+Pure: no I/O, no clock. Times are the envelopes' ``ts`` (the table's publish time, UTC ISO 8601).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from .engine import Rejected
+
+__all__ = ["RoundGate", "RoundInfo", "RULE", "parse_utc"]
+
+RULE = "9 NYCRR 5324.52(c)(1); N.J.A.C. 13:47-20.25(h)1"
+
+
+def parse_utc(text, what: str) -> datetime:
+    """Parse an ISO 8601 time with a time zone.
+
+    Raises:
+        Rejected: missing, malformed or without a time zone (``what`` names the field).
+    """
+    if not isinstance(text, str) or not text:
+        raise Rejected(f"{what} missing (an ISO 8601 UTC time is required)", RULE)
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        raise Rejected(f"{what} {text!r} is not an ISO 8601 time", RULE) from None
+    if t.tzinfo is None:
+        raise Rejected(f"{what} {text!r} has no time zone", RULE)
+    return t
+
+
+@dataclass
+class RoundInfo:
+    """What the gate knows of one round (envelope times, UTC)."""
+
+    round_id: str
+    opened: datetime
+    closed: datetime | None = None
+    decided: bool = False
+    abandoned: bool = False
+
+
+class RoundGate:
+    """Tracks the table's rounds from ``"round"`` envelopes and checks wagers against them.
+
+    Args:
+        keep: rounds remembered (the oldest are forgotten: a wager for one is "unknown").
+    """
+
+    def __init__(self, keep: int = 1000) -> None:
+        self.keep = int(keep)
+        self.rounds: dict[str, RoundInfo] = {}
+        self.current: str | None = None
+
+    def observe(self, env: dict) -> None:
+        """Apply one envelope (others than topic ``"round"`` are ignored).
+
+        Raises:
+            ValueError: a round envelope without ``round_id``/``event`` or a bad ``ts``.
+        """
+        if env.get("topic") != "round":
+            return
+        body = env.get("body") or {}
+        event, rid = body.get("event"), body.get("round_id")
+        if event == "resumed":
+            if body.get("abandoned") in self.rounds:
+                self.rounds[body["abandoned"]].abandoned = True
+            return
+        if event == "stopped":
+            return
+        if not isinstance(rid, str) or not isinstance(event, str):
+            raise ValueError(f"round envelope seq {env.get('seq')}: body needs 'round_id' and 'event'")
+        try:
+            ts = parse_utc(env.get("ts"), "envelope ts")
+        except Rejected as exc:
+            raise ValueError(f"round envelope seq {env.get('seq')}: {exc.reason}") from None
+        if event == "bets-open":
+            self.rounds[rid] = RoundInfo(rid, ts)
+            self.current = rid
+            while len(self.rounds) > self.keep:
+                del self.rounds[next(iter(self.rounds))]
+            return
+        info = self.rounds.get(rid)
+        if info is None:
+            return
+        if event == "no-more-bets" and info.closed is None:
+            info.closed = ts
+        elif event == "results":
+            info.decided = True
+            if info.closed is None:
+                info.closed = ts
+
+    def check(self, wager: dict) -> RoundInfo:
+        """Accept or refuse a wager stamped with its round (see the module docstring).
+
+        Returns:
+            the round's info when accepted.
+
+        Raises:
+            Rejected: with the reason and :data:`RULE`.
+        """
+        rid = wager.get("round_id")
+        if not isinstance(rid, str) or not rid:
+            raise Rejected("wager carries no round id", RULE)
+        placed = parse_utc(wager.get("placed_at"), "placed_at")
+        info = self.rounds.get(rid)
+        if info is None:
+            raise Rejected(f"round {rid} is not open for bets (unknown round)", RULE)
+        if info.abandoned:
+            raise Rejected(f"round {rid} was abandoned (table stopped)", RULE)
+        if info.decided:
+            raise Rejected(f"round {rid} is decided", RULE)
+        if placed < info.opened:
+            raise Rejected(f"placed at {placed.isoformat()}, before round {rid} opened at {info.opened.isoformat()}",
+                           RULE)
+        if info.closed is not None:
+            if placed >= info.closed:
+                raise Rejected(f"placed at {placed.isoformat()}, after round {rid} closed at "
+                               f"{info.closed.isoformat()} (no more bets)", RULE)
+            raise Rejected(f"received after round {rid} closed at {info.closed.isoformat()} (no more bets)", RULE)
+        return info
+
+    def accepts(self, wager: dict) -> tuple[bool, str | None]:
+        """:meth:`check` as ``(True, None)`` or ``(False, reason)``."""
+        try:
+            self.check(wager)
+        except Rejected as exc:
+            return False, exc.reason
+        return True, None
