@@ -32,6 +32,17 @@ __all__ = ["add_arguments", "run", "run_scenario"]
 
 _TYPES = ("bet", "remove", "working", "roll", "shooter")
 
+#: the keys each line type may carry ("comment" is free text, ignored). Anything else is refused
+#: (exit 2): a misspelt "workng" or "sequence" must not be dropped silently.
+_WAGER_KEYS = frozenset({"type", "player", "bet", "amount", "number", "base", "dice", "working", "comment"})
+_KEYS = {
+    "bet": _WAGER_KEYS,
+    "remove": _WAGER_KEYS,
+    "working": _WAGER_KEYS | {"on"},
+    "roll": frozenset({"type", "dice", "seq", "comment"}),
+    "shooter": frozenset({"type", "change", "comment"}),
+}
+
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     """Arguments of ``craps-table settle``."""
@@ -66,6 +77,10 @@ def parse_scenario(lines, name: str = "scenario") -> list[tuple[int, dict]]:
         typ = ev.get("type")
         if typ not in _TYPES:
             raise ScenarioError(f"{name}:{i}: 'type' must be one of {list(_TYPES)}, not {typ!r}")
+        unknown = sorted(set(ev) - _KEYS[typ])
+        if unknown:
+            raise ScenarioError(f"{name}:{i}: unknown key {unknown[0]!r} in a {typ} line "
+                                f"(allowed: {', '.join(sorted(_KEYS[typ] - {'type'}))})")
         if typ == "roll":
             d = ev.get("dice")
             if (not isinstance(d, list) or len(d) != 2
@@ -84,16 +99,43 @@ def parse_scenario(lines, name: str = "scenario") -> list[tuple[int, dict]]:
     return events
 
 
-def run_scenario(prof, events, ledger: str = ":memory:", emit=print) -> int:
+def _seq_error(sess, events) -> str | None:
+    """The first roll whose seq the session would refuse (below the last applied seq and never
+    applied), as a message naming its line; None if every roll can be applied."""
+    last = sess.last_bus_seq
+    seen: set[int] = set()
+    for line_no, ev in events:
+        if ev.get("type") != "roll":
+            continue
+        seq = ev.get("seq")
+        if seq is None:
+            seq = last + 1
+        if seq <= last:
+            if seq in seen or sess.db.execute("SELECT 1 FROM rolls WHERE seq=?", (seq,)).fetchone():
+                continue  # already applied: idempotent, settles nothing
+            return f"{line_no}: roll seq {seq} is not after the last applied seq {last}"
+        last = seq
+        seen.add(seq)
+    return None
+
+
+def run_scenario(prof, events, ledger: str = ":memory:", emit=print, name: str | None = None) -> int:
     """Apply parsed events to a ledger-backed session, emitting output lines (dicts -> JSON).
 
-    Returns 0, or 2 if a roll seq is out of order (a message is written to stderr).
+    ``name`` (the scenario file) prefixes the line number in messages.
+
+    Returns 0, or 2 if a roll seq is out of order (a message naming the line is written to
+    stderr; the seqs are checked against the ledger before anything is applied or printed).
     """
     from .engine import Rejected
     from .ledger import Session
 
     sess = Session(prof, ledger)
     try:
+        bad = _seq_error(sess, events)
+        if bad is not None:  # checked before anything is applied, printed or written
+            print(f"craps-table settle: {name + ':' if name else 'line '}{bad}", file=sys.stderr)
+            return 2
         for line_no, ev in events:
             typ = ev["type"]
             req = {k: v for k, v in ev.items() if k != "type"}
@@ -110,7 +152,8 @@ def run_scenario(prof, events, ledger: str = ":memory:", emit=print) -> int:
                     try:
                         out, applied = sess.roll(ev["dice"], ev.get("seq"))
                     except ValueError as exc:
-                        print(f"craps-table settle: line {line_no}: {exc}", file=sys.stderr)
+                        print(f"craps-table settle: {name + ':' if name else 'line '}{line_no}: {exc}",
+                              file=sys.stderr)
                         return 2
                     if applied:
                         for s in out:
@@ -153,7 +196,7 @@ def run(command: str, args: argparse.Namespace) -> int:
         print(f"craps-table settle: {exc}", file=sys.stderr)
         return 2
     try:
-        return run_scenario(prof, events, args.ledger)
+        return run_scenario(prof, events, args.ledger, name=name)
     except ValueError as exc:  # e.g. a ledger file of another profile
         print(f"craps-table settle: {exc}", file=sys.stderr)
         return 2

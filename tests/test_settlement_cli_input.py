@@ -1,0 +1,94 @@
+"""Settlement CLI: malformed scenario lines stop the run before anything is printed or written.
+
+Found by the new-user pass: a misspelt field ("workng") was silently ignored, so the wager was
+settled as if the player had not asked for it; and a roll seq out of order was found only after
+earlier rolls had been printed and committed to the ledger file.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from controller.cli import main
+
+
+def _write(path, events):
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def test_misspelt_field_on_a_bet_line_exits_2_naming_line_and_key(tmp_path, capsys):
+    scen = _write(tmp_path / "s.jsonl", [
+        {"type": "bet", "player": "p", "bet": "pass", "amount": 1000},
+        {"type": "roll", "dice": [3, 3]},
+        {"type": "bet", "player": "p", "bet": "place", "number": 8, "amount": 600, "workng": True},
+        {"type": "roll", "dice": [4, 4]},
+    ])
+    assert main(["settle", "--profile", "ny-5324", str(scen)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert "s.jsonl:3" in cap.err and "'workng'" in cap.err
+
+
+def test_misspelt_seq_on_a_roll_line_exits_2(tmp_path, capsys):
+    scen = _write(tmp_path / "s.jsonl", [{"type": "roll", "dice": [3, 4], "sequence": 7}])
+    assert main(["settle", "--profile", "ny-5324", str(scen)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and "s.jsonl:1" in cap.err and "'sequence'" in cap.err
+
+
+def test_known_fields_still_accepted(tmp_path, capsys):
+    scen = _write(tmp_path / "s.jsonl", [
+        {"type": "bet", "player": "p", "bet": "pass", "amount": 1000, "comment": "line bet"},
+        {"type": "roll", "dice": [3, 3], "seq": 4},
+        {"type": "bet", "player": "p", "bet": "place", "number": 8, "amount": 600, "working": True},
+        {"type": "working", "player": "p", "bet": "place", "number": 8, "on": False},
+        {"type": "bet", "player": "q", "bet": "hop", "dice": [2, 6], "amount": 100},
+        {"type": "remove", "player": "p", "bet": "place", "number": 8},
+        {"type": "shooter", "change": "voluntary"},
+        {"type": "roll", "dice": [2, 6], "seq": 5},
+    ])
+    assert main(["settle", "--profile", "ny-5324", str(scen)]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    hop = [x for x in lines if x.get("bet") == "hop"]
+    assert hop == [{"roll": 5, "player": "q", "bet": "hop", "dice": [2, 6], "result": "win",
+                    "stake": 100, "payout": 1500, "vig": 0}]
+
+
+def test_seq_out_of_order_exits_2_before_printing_or_writing(tmp_path, capsys):
+    ledger = tmp_path / "ledger.sqlite"
+    scen = _write(tmp_path / "s.jsonl", [
+        {"type": "bet", "player": "p", "bet": "field", "amount": 500},
+        {"type": "roll", "dice": [6, 6], "seq": 3},
+        {"type": "roll", "dice": [1, 1], "seq": 2},
+    ])
+    assert main(["settle", "--profile", "ny-5324", "--ledger", str(ledger), str(scen)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and "s.jsonl:3" in cap.err and "seq 2" in cap.err
+    if ledger.exists():
+        db = sqlite3.connect(ledger)
+        try:
+            rows = db.execute("SELECT COUNT(*) FROM rolls").fetchone()[0]
+        except sqlite3.OperationalError:
+            rows = 0
+        assert rows == 0
+
+
+def test_seq_below_a_resumed_ledger_exits_2_before_printing(tmp_path, capsys):
+    ledger = tmp_path / "ledger.sqlite"
+    first = _write(tmp_path / "a.jsonl", [{"type": "roll", "dice": [3, 4], "seq": 10}])
+    assert main(["settle", "--profile", "ny-5324", "--ledger", str(ledger), str(first)]) == 0
+    capsys.readouterr()
+    again = _write(tmp_path / "b.jsonl", [
+        {"type": "bet", "player": "p", "bet": "field", "amount": 500},
+        {"type": "roll", "dice": [6, 6], "seq": 11},
+        {"type": "roll", "dice": [1, 1], "seq": 9},
+    ])
+    assert main(["settle", "--profile", "ny-5324", "--ledger", str(ledger), str(again)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and "b.jsonl:3" in cap.err
+    db = sqlite3.connect(ledger)
+    assert db.execute("SELECT MAX(seq) FROM rolls").fetchone()[0] == 10
+    # a repeated seq (already applied) is idempotent, not an error
+    rep = _write(tmp_path / "c.jsonl", [{"type": "roll", "dice": [3, 4], "seq": 10}])
+    assert main(["settle", "--profile", "ny-5324", "--ledger", str(ledger), str(rep)]) == 0
