@@ -79,7 +79,8 @@ def generate_keys(directory: Path, name: str, *, force: bool = False) -> KeyFile
     kf = key_files(d, name)
     existing = [p for p in (kf.curve_public, kf.curve_secret, kf.sign_secret, kf.sign_public) if p.exists()]
     if existing and not force:
-        raise FileExistsError(f"key files exist (use force to overwrite): {', '.join(map(str, existing))}")
+        raise FileExistsError(f"key files exist (overwrite with force=True, craps-table keys generate --force): "
+                              f"{', '.join(map(str, existing))}")
     for p in existing:
         p.unlink()
     old_umask = os.umask(0o077)  # the secret certificate is never readable by others, not even briefly
@@ -141,6 +142,8 @@ def load_curve_public(path: Path) -> bytes:
     Raises:
         BusKeyError: missing or malformed file.
     """
+    if not Path(path).is_file():
+        raise BusKeyError(f"cannot read CURVE public certificate {path}: no such file")
     try:
         public, _ = zmq.auth.load_certificate(str(path))
     except (OSError, ValueError) as exc:
@@ -156,6 +159,8 @@ def load_curve_secret(path: Path) -> tuple[bytes, bytes]:
     Raises:
         BusKeyError: missing or malformed file, or no secret key in it.
     """
+    if not Path(path).is_file():
+        raise BusKeyError(f"cannot read CURVE secret certificate {path}: no such file")
     try:
         public, secret = zmq.auth.load_certificate(str(path))
     except (OSError, ValueError) as exc:
