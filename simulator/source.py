@@ -227,13 +227,12 @@ class SimSource:
                 yield emit(r.render(final, index), truth)
             gate = getattr(self, "_throw_gate", None)
             if gate is not None:        # the dice stay at rest (in the dome) until throw()
-                held = r.render(final, index)
                 while not self._closed and (not gate.wait(0) or self._stuck_next):
                     if gate.is_set():   # throw(stuck=True): the rig ran, the dice did not move
                         self._stuck_next = False
                         gate.clear()
                     truth = {**truth, "t": round(t_table, 6), "held": True}
-                    yield emit(held.copy(), truth)
+                    yield emit(r.render(final, index), truth)   # sensor noise as on any frame
             k += 1
 
     @staticmethod
