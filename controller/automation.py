@@ -169,6 +169,8 @@ class RoundDriver:
         self._throw_pending = False
         self._scene: tuple[RestDie, ...] = ()
         self.stray_verdicts: list[str] = []
+        #: set (to the error) when a round event could not be published: the table stops
+        self.bus_failed: str | None = None
         self.rounds_done = 0
 
     # --- other threads ------------------------------------------------------------------------
@@ -199,6 +201,8 @@ class RoundDriver:
         ``no_motion_s`` after its "done", else ``None``."""
         c, cfg = self.cycle, self.cycle.config
         self._drain(t)
+        if self.bus_failed is not None and not c.stopped:
+            self._stop("rounds-bus", f"round events cannot be published ({self.bus_failed})")
         if c.phase is None:
             c.open()
         if c.stopped:
@@ -328,6 +332,9 @@ class RoundDriver:
         self._throw_pending = False
         if c.phase not in (NO_MORE_BETS, VERDICT):
             return
+        if self.bus_failed is not None:    # terminals may not know bets closed: never throw
+            self._stop("rounds-bus", f"round events cannot be published ({self.bus_failed})")
+            return
         self.lifecycle.arm()
         try:
             self.shaker.start(cfg.action, cfg.shake_ms, cfg.intensity)
@@ -374,13 +381,21 @@ def attach_rounds(service, config: RoundsConfig, *, mode: str, shaker: ShakerPor
     Returns:
         the driver.
     """
+    holder: list[RoundDriver] = []
+
     def publish(body: dict) -> None:
-        service._publish("round", body)
+        try:
+            service._publish("round", body)
+        except Exception as exc:  # noqa: BLE001 - the bus is an edge: the table stops (no throws)
+            log.error("round event %s of %s not published: %s", body.get("event"), body.get("round_id"), exc)
+            if holder:
+                holder[0].bus_failed = f"{type(exc).__name__}: {exc}"
 
     cycle = RoundCycle(prefix or round_prefix(service.table_id), config, mode=mode,
                        clock=lambda: service._now, publish=publish)
     driver = RoundDriver(cycle, lifecycle=service.lifecycle, shaker=shaker, trigger=trigger,
                          raise_fault=service._raise_fault, clear_fault=service._clear_fault, wall=wall)
+    holder.append(driver)
     service.lamps = RoundLamps(service.lamps, cycle)
     service.rounds = driver
     return driver

@@ -440,3 +440,40 @@ def test_bad_transitions_and_config():
     assert RoundsConfig(min_round_s=72).rounds_per_hour_cap == 50.0
     with pytest.raises(ValueError, match="automated mode needs a shaker"):
         RoundDriver(cycle, lifecycle=FakeLifecycle())
+
+
+def test_bus_failure_stops_the_table():
+    """A round event the bus refuses: the table stops (no throw), with a fault."""
+    from controller.automation import attach_rounds
+
+    class Svc:
+        table_id = "t"
+        _now = 0.0
+        lifecycle = FakeLifecycle()
+        lamps = LampController(NullLampDriver())
+
+        def __init__(self):
+            self.faults, self.sent, self.fail = [], [], False
+
+        def _publish(self, topic, body):
+            if self.fail:
+                raise OSError("bus down")
+            self.sent.append(body["event"])
+
+        def _raise_fault(self, where, msg):
+            self.faults.append(where)
+
+        def _clear_fault(self, where):
+            pass
+
+    svc = Svc()
+    shaker = type("S", (), {"starts": 0, "start": lambda self, *a: setattr(self, "starts", self.starts + 1)})()
+    d = attach_rounds(svc, FAST, mode="automated", shaker=shaker, prefix="P")
+    d.on_frame(0.0, False)
+    assert svc.sent == ["bets-open"] and svc.rounds is d
+    svc.fail = True
+    svc._now = 3.0
+    d.on_frame(3.0, False)                  # no-more-bets refused by the bus
+    d.on_frame(3.05, False)
+    assert d.cycle.stopped and "rounds-bus" in svc.faults and d.cycle.stop_cause.startswith("rounds-bus")
+    assert shaker.starts == 0
