@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+from collections import Counter
 import sys
 import tempfile
 import time
@@ -106,8 +107,11 @@ def service_rounds(rounds: int) -> dict:
         source = SimSource("natural", seed=11, width=960, height=540, fps=30, idle_s=0.4, rest_s=0.6)
         publisher = RollPublisher(bus, cfg.table.id)
         results: list[dict] = []
+        reasons: list[str] = []
 
         def on_message(topic, body, env):
+            if topic == "roll":
+                reasons.append(body["reason"] or "roll")
             if topic == "round":
                 wall[(body["round_id"], body["event"])] = time.monotonic()
                 if body["event"] == "results":
@@ -131,7 +135,8 @@ def service_rounds(rounds: int) -> dict:
     span_t = (results[-1]["t"] - frame_t[0]) if results and frame_t else None
     return {"rounds": len(results), "wall_s": elapsed, "close_to_result_frame": [r["closed_to_result_s"] for r in results],
             "close_to_result_wall": walls, "per_hour_frame": 3600.0 * len(results) / span_t if span_t else None,
-            "per_hour_wall": 3600.0 * len(results) / elapsed, "rethrows": sum(len(r["rethrown"]) for r in results)}
+            "per_hour_wall": 3600.0 * len(results) / elapsed, "rethrows": sum(len(r["rethrown"]) for r in results),
+            "stopped": driver.cycle.stop_cause, "reasons": reasons}
 
 
 def pct(xs, q):
@@ -157,7 +162,8 @@ def main() -> int:
         print(f"service + SimSource + SimulatedMcu (bets 0.5 s, shake 0.3 s, no cap): {s['rounds']} rounds in "
               f"{s['wall_s']:.1f} s wall = {s['per_hour_wall']:.0f} rounds/hour wall"
               + (f", {s['per_hour_frame']:.0f} rounds/hour frame clock" if s["per_hour_frame"] else "")
-              + f", {s['rethrows']} re-throws")
+              + f", {s['rethrows']} re-throws; verdicts {dict(Counter(s['reasons']))}"
+              + (f"; STOPPED: {s['stopped']}" if s["stopped"] else ""))
         if cf:
             print(f"  no-more-bets -> result: frame clock median {statistics.median(cf):.2f} s (max {max(cf):.2f}); "
                   f"wall median {statistics.median(cw):.2f} s (max {max(cw):.2f})")
