@@ -238,7 +238,8 @@ class Bench:
         got = (verdict.kind, verdict.reason, None if verdict.dice is None else tuple(sorted(verdict.dice)))
         right = got[0] == expected[0] and got[2] == expected[2]
         wrong_value = got[0] == "roll" and (expected[0] != "roll" or got[2] != expected[2])
-        return {"scenario": th.scenario, "seed": th.seed, "expected": expected, "got": got, "right": right,
+        wrong_dice = got[0] == "roll" and expected[0] == "roll" and got[2] != expected[2]
+        return {"wrong_dice": wrong_dice, "scenario": th.scenario, "seed": th.seed, "expected": expected, "got": got, "right": right,
                 "wrong_value": wrong_value, "notes": observed.notes,
                 "truth": [(s.value, s.rests_on, s.flat, s.struck_far_wall) for s in th.states],
                 "reads": seen.get("reads", [])}
@@ -300,7 +301,9 @@ def main(argv: list[str] | None = None) -> int:
         n = len(nat)
         box = sum(r["got"][0] == "boxperson" for r in nat)
         wrong = sum(r["wrong_value"] for r in nat)
-        print(f"natural: {n} throws, {wrong} valid rolls with a wrong value, {box} to the boxperson "
+        wrong_dice = sum(r["wrong_dice"] for r in nat)
+        print(f"natural: {n} throws, {wrong} valid rolls published wrongly: {wrong_dice} with other dice than "
+              f"the truth, {wrong - wrong_dice} where the truth is not a valid roll; {box} to the boxperson "
               f"({100 * box / n:.2f} %; target <= 0.5 %)")
     reads = [x for rs in rows.values() for r in rs for x in r["reads"]]
     if reads and args.mode == "camera":
