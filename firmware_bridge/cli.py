@@ -13,6 +13,7 @@ then serves until interrupted or ``--duration`` seconds.  Commands typed on stdi
 from __future__ import annotations
 
 import argparse
+import math
 import select
 import signal
 import sys
@@ -113,9 +114,11 @@ def run(command: str, args: argparse.Namespace) -> int:
     if args.link is not None and not args.link.parent.is_dir():
         print(f"craps-table mcu-sim: --link {args.link}: directory {args.link.parent} does not exist", file=sys.stderr)
         return 2
-    if args.strike_every is not None and args.strike_every <= 0:
-        print("craps-table mcu-sim: --strike-every must be > 0 seconds", file=sys.stderr)
-        return 2
+    for opt, value in (("--duration", args.duration), ("--strike-every", args.strike_every)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            print(f"craps-table mcu-sim: {opt} must be a finite number of seconds > 0, not {value}",
+                  file=sys.stderr)
+            return 2
     mcu = SimulatedMcu(args.link, faults=faults, seed=args.seed, capabilities=int(caps))
     stop = False
 
