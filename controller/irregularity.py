@@ -534,7 +534,13 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
 
     # --- far-wall strike, 5324.52(k)(2)(ii) and (g) --------------------------------------------
     band = geo.zones.get("far_wall_band") if geo is not None else None
-    by_track = _far_wall_from_track(track, band, 2, geo.zones.get("playing") if geo is not None else None,
+    far_track, need = track, 2
+    if track is not None and geo is not None and len(readings_seen := [d for d in dice if not d.extra.get("hidden")]) < 2:
+        # a die left the table: (k)(1) voids the roll whatever it struck on its way; the far
+        # wall is judged on the dice whose tracks came to rest on the table
+        far_track = [t for t in track if t and _settled_on_table([t], geo, tol)]
+        need = max(1, len(readings_seen))
+    by_track = _far_wall_from_track(far_track, band, need, geo.zones.get("playing") if geo is not None else None,
                                     tol.far_wall_reach_mm)
     by_sensor = _far_wall_from_sensor(wall_strikes, window, tol.strike_gap_s)
     if by_sensor is False:

@@ -241,3 +241,15 @@ def test_far_wall_reach_narrows_the_band():
     touched = [stopped[0][:1] + [(0.5, L - 20.0, 200.0)], stopped[1]]
     v, _ = judge(dice, calibration=CAL, profile=load_profile("ny-5324"), track=touched, tolerances=reach)
     assert (v.kind, v.dice) == ("roll", (3, 4))
+
+
+def test_die_that_left_the_table_is_judged_by_k1_not_by_the_far_wall():
+    dt = 1 / 60
+    L = GEOM.length
+    stays = [(k * dt, 500.0 + 60 * k, 300.0) for k in range(10)] + \
+            [(0.2 + k * dt, L - 15.0 - 80 * k, 300.0) for k in range(6)] + [(0.4 + k * dt, 600.0, 300.0) for k in range(4)]
+    flies = [(k * dt, 500.0 + 90 * k, 200.0) for k in range(6)]  # lobbed over the far wall: never seen near it
+    assert verdict([die(600, 300, 4)], track=[stays, flies]) == ("no-roll", "die-off-table", None)
+    # with both dice on the table, the same short track is a far-wall miss
+    assert verdict([die(600, 300, 4), die(800, 200, 2)], track=[stays, flies]) == \
+        ("no-roll", "far-wall-missed", None)
