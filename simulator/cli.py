@@ -42,6 +42,24 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--die-colour", choices=("red", "white"), default=None)
 
 
+#: CameraConfig field -> the option that sets it (for messages)
+_OPTION_OF = {"width": "--width", "height": "--height", "fps": "--fps", "noise_sigma": "--noise",
+              "blur_sigma": "--blur", "die_colour": "--die-colour"}
+
+
+def _argument_error(exc: ValueError) -> str:
+    """One line naming the option and what is wrong, from a pydantic ValidationError (or any
+    ValueError, whose text is used as it is)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    parts = []
+    for e in errors():
+        field = str(e.get("loc", ("?",))[-1]) if e.get("loc") else "?"
+        parts.append(f"{_OPTION_OF.get(field, field)} {e.get('input')!r}: {e.get('msg')}")
+    return "; ".join(parts) or str(exc)
+
+
 def run(command: str, args: argparse.Namespace) -> int:
     """Simulate and write. Returns 0, or 2 on bad arguments or an unusable ``--out``."""
     import cv2  # imported here so that argument errors are quick
@@ -71,7 +89,7 @@ def run(command: str, args: argparse.Namespace) -> int:
         src = SimSource(args.scenario, args.seed, width=args.width, height=args.height, fps=args.fps,
                         throws=args.throws, camera=camera)
     except ValueError as exc:
-        print(f"craps-table sim: bad argument: {exc}", file=sys.stderr)
+        print(f"craps-table sim: bad argument: {_argument_error(exc)}", file=sys.stderr)
         return 2
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
