@@ -205,6 +205,11 @@ def run(command: str, args: argparse.Namespace) -> int:
         result = calibrate(images, cfile.layout, cfile.zones, source=source_name, lens=lens)
     except CalibrationError as exc:
         print(f"craps-table calibrate: {exc}", file=sys.stderr)
+        if args.source.partition(":")[0] == "sim":
+            print("craps-table calibrate: the simulated table has no ArUco markers on its felt; the service "
+                  "takes its homography and zones from SimSource.homography and SimSource.table_zones "
+                  "(camera.calibration.Calibration.from_homography), so it needs no calibration file",
+                  file=sys.stderr)
         if args.snapshot is not None:
             # show what the camera saw, with the markers it did find, to fix the set-up
             from camera.calibration import detect_markers
