@@ -1,0 +1,75 @@
+"""The two small networks of the learned dice reader (torch; exported to ONNX).
+
+- :class:`CentreNet`: fully convolutional, stride 4; input ``(N, 3, H, W)`` float32 (BGR / 255,
+  H and W multiples of 8); output ``(N, 2, H/4, W/4)``: channel 0 the die-centre heat
+  (sigmoid, 0..1), channel 1 the log of the die's box side in input pixels. After CenterNet
+  (Zhou, Wang, Kraehenbuehl, "Objects as Points", 2019), shrunk to ~80 M multiply-adds at
+  320x320.
+- :class:`FaceNet`: input ``(N, 3, 32, 32)`` float32 (crop standardised per crop); output
+  ``(N, 8)``: softmax over 7 classes (faces 1..6, 6 = not one readable die) then the
+  probability that the upper face is flat.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def _cbr(cin: int, cout: int, stride: int = 1, dil: int = 1) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, stride, dil, dilation=dil, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class CentreNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = _cbr(3, 8, 2)
+        self.c2 = _cbr(8, 16, 2)
+        self.c3 = _cbr(16, 16)
+        self.c4 = _cbr(16, 32, 2)
+        self.c5 = _cbr(32, 32)
+        self.c6 = _cbr(32, 32, dil=2)
+        self.lat = nn.Sequential(nn.Conv2d(32, 16, 1, bias=False), nn.BatchNorm2d(16))
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.h1 = _cbr(16, 16)
+        self.out = nn.Conv2d(16, 2, 1)
+        nn.init.constant_(self.out.bias, 0.0)
+        with torch.no_grad():
+            self.out.bias[0] = -4.0
+            self.out.bias[1] = 3.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = (x - 0.5) * 4.0
+        s = self.c3(self.c2(self.c1(x)))
+        d = self.c6(self.c5(self.c4(s)))
+        f = torch.relu(s + self.up(self.lat(d)))
+        o = self.out(self.h1(f))
+        return torch.cat([torch.sigmoid(o[:, :1]), o[:, 1:]], dim=1)
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        x = (x - 0.5) * 4.0
+        s = self.c3(self.c2(self.c1(x)))
+        d = self.c6(self.c5(self.c4(s)))
+        f = torch.relu(s + self.up(self.lat(d)))
+        return self.out(self.h1(f))
+
+
+class FaceNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = nn.Sequential(
+            _cbr(3, 16), nn.MaxPool2d(2),          # 16
+            _cbr(16, 32), nn.MaxPool2d(2),         # 8
+            _cbr(32, 48), _cbr(48, 48), nn.MaxPool2d(2),   # 4
+            _cbr(48, 64),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        )
+        self.drop = nn.Dropout(0.1)
+        self.fc = nn.Linear(64, 8)
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.drop(self.f(x)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        o = self.logits(x)
+        return torch.cat([torch.softmax(o[:, :7], dim=1), torch.sigmoid(o[:, 7:])], dim=1)
