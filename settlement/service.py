@@ -288,6 +288,8 @@ def run(command: str, args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    print(f"craps-table settle-service: profile {prof.name}, bus {cfg.pub_endpoint}, ledger {args.ledger}: "
+          f"waiting for rolls", file=sys.stderr, flush=True)
     run_settlement_service(cfg, prof, players, args.ledger, stop, on_line=lambda s: print(s, flush=True),
                            max_rolls=args.max_rolls)
     return 0
