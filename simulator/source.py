@@ -70,7 +70,7 @@ class SimSource:
             leave it off.
 
     Raises:
-        ValueError: unknown scenario, ``throws`` < 0, or bad camera/geometry values
+        ValueError: unknown scenario, ``throws`` < 0, ``seed`` < 0, or bad camera/geometry values
             (pydantic.ValidationError is a ValueError).
     """
 
@@ -83,6 +83,8 @@ class SimSource:
             raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
         if throws is not None and throws < 0:
             raise ValueError(f"throws must be >= 0 or None, got {throws}")
+        if int(seed) < 0:
+            raise ValueError(f"seed must be >= 0, got {seed}")
         self.scenario, self.seed, self.throws = scenario, int(seed), throws
         self.geometry = geometry or TableGeometry()
         base = camera or CameraConfig()

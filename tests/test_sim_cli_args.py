@@ -17,3 +17,12 @@ def test_bad_numeric_option_is_named(tmp_path, capsys, opt, value):
     assert f"{opt} {value}" in err or f"{opt}: " in err, err
     assert "pydantic" not in err and "validation error" not in err and "\n" == err[-1] and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_negative_seed_is_named(tmp_path, capsys):
+    from simulator.source import SimSource
+    with pytest.raises(ValueError, match=r"seed must be >= 0, got -3"):
+        SimSource("natural", seed=-3)
+    assert main(["sim", "--out", str(tmp_path / "out"), "--seed", "-3"]) == 2
+    err = capsys.readouterr().err
+    assert "seed must be >= 0, got -3" in err and not (tmp_path / "out").exists()
