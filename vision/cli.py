@@ -3,7 +3,8 @@
 ``read IMAGE... [--json] [--annotate OUT_DIR]``: one line per image (a JSON object with
 ``--json``); with ``--annotate`` a PNG per image with each die's box and value drawn. An
 unreadable file is reported on stderr by name and the exit status is 2, but the other
-images are still read.
+images are still read; a truncated or corrupt JPEG/PNG is refused by name
+(``camera.imagefile.load_image``) rather than read as a half-grey picture.
 
 ``eval IMAGES_DIR LABELS_DIR [--list FILE]``: YOLO labels (class 0..5 = face 1..6); prints
 recall, precision, face accuracy over matched dice, the share of images with every die
@@ -21,6 +22,7 @@ import cv2
 import numpy as np
 
 from camera.base import FrameError
+from camera.imagefile import load_image
 
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
@@ -59,10 +61,10 @@ def _run_read(args: argparse.Namespace) -> int:
     if args.annotate:
         args.annotate.mkdir(parents=True, exist_ok=True)
     for path in args.images:
-        img = cv2.imread(str(path), cv2.IMREAD_COLOR) if path.is_file() else None
-        if img is None:
-            reason = "no such file" if not path.exists() else "not a readable image"
-            print(f"craps-table read: {path}: {reason}", file=sys.stderr)
+        try:
+            img = load_image(path)
+        except FrameError as exc:
+            print(f"craps-table read: {exc}", file=sys.stderr)
             status = 2
             continue
         t0 = time.perf_counter()
