@@ -10,8 +10,12 @@ The "empty table" of a photo is a uniform image of the photo's median colour (no
 is then held unchanged, long enough for the lifecycle to see the dice at rest (``hold_frames``
 must exceed the service's ``still_frames``). After the last photo the table is emptied again.
 
-Photos are read in name order; a file that is not a readable image is skipped with a warning
-naming it (``ReplaySource.skipped``). A video file is replayed frame by frame as recorded.
+Photos are read in name order with :func:`camera.imagefile.load_image` (a truncated or corrupt
+JPEG/PNG is refused, not replayed half grey); a file that cannot be read is skipped with a
+warning naming it and what is wrong (``ReplaySource.skipped``), and the others are replayed.
+When no photo at all can be read, :meth:`ReplaySource.frames` raises
+:class:`camera.errors.BadInputError` naming the folder (bad input, exit status 2).
+A video file is replayed frame by frame as recorded.
 
 Example::
 
@@ -30,6 +34,8 @@ import cv2
 import numpy as np
 
 from camera.base import Frame, FrameError, check_image
+from camera.errors import BadInputError
+from camera.imagefile import load_image
 
 log = logging.getLogger("camera.replay")
 
@@ -94,6 +100,8 @@ class ReplaySource:
 
         Raises:
             FrameError: the video cannot be opened.
+            camera.errors.BadInputError: none of the photos can be read (each one is named
+                in a warning and in ``skipped``).
         """
         gen = self._video_frames() if self._is_video else self._photo_frames()
         start = time.monotonic()
@@ -129,19 +137,18 @@ class ReplaySource:
             for _ in range(self.hold_frames):
                 yield Frame(image, index / self.fps, index, src, {"throw": throw, "phase": "rest", "photo": src})
                 index += 1
+        if empty is None and self.photos and not self._closed:
+            names = ", ".join(Path(p).name for p in self.skipped[:5]) + (", ..." if len(self.skipped) > 5 else "")
+            raise BadInputError(f"replay {self.path}: none of its {len(self.photos)} image file(s) can be read "
+                                f"(truncated, corrupt or not an image: {names})")
         if empty is not None:
             for _ in range(self.empty_frames):
                 yield Frame(empty, index / self.fps, index, str(self.path), {"throw": None, "phase": "idle"})
                 index += 1
 
     def _load(self, photo: Path) -> np.ndarray | None:
-        image = cv2.imread(str(photo), cv2.IMREAD_COLOR)
-        if image is None:
-            log.warning("replay: skipped %s: not a readable image", photo)
-            self.skipped.append(str(photo))
-            return None
         try:
-            return check_image(image, str(photo))
+            return load_image(photo)
         except FrameError as exc:
             log.warning("replay: skipped %s", exc)
             self.skipped.append(str(photo))

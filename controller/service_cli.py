@@ -2,8 +2,9 @@
 
 ``craps-table run --config config/table.toml [--source sim | replay:PATH | usb:N | picamera2]``
     the long-running service (stops at the end of a replay, on SIGTERM / Ctrl-C, or after
-    ``--max-verdicts``). Exit status 0; 2 for a bad config key or value, a bad ``--source`` or
-    missing bus keys; 1 when the frame source fails.
+    ``--max-verdicts``). Exit status 0; 2 for a bad config key or value, a bad ``--source``,
+    a replay with no readable photo (``camera.errors.BadInputError``) or missing bus keys; 1 when
+    the frame source fails.
 
 ``craps-table demo [--rolls N]``
     the service on the simulated table (or, where the simulator is not available, a replay of
@@ -22,6 +23,7 @@ import threading
 from pathlib import Path
 
 from camera.base import FrameError, FrameSource
+from camera.errors import BadInputError
 from controller.config import ConfigError, TableConfig, load_config
 from controller.lamps import GpioLampDriver, LampController, LampDriver, NullLampDriver
 from controller.lifecycle import MotionDetector, RollLifecycle
@@ -147,6 +149,9 @@ def _run_service(args: argparse.Namespace) -> int:
 
         try:
             stats = service.run(source, max_verdicts=args.max_verdicts, should_stop=should_stop)
+        except BadInputError as exc:  # e.g. a replay folder of only corrupt photos
+            print(f"craps-table run: bad input: {exc}", file=sys.stderr)
+            return 2
         except FrameError as exc:
             print(f"craps-table run: frame source failed: {exc}", file=sys.stderr)
             return 1
