@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from camera.base import FrameError
+from camera.errors import BadInputError
 from controller.config import ConfigError, TableConfig, TestPlayer, load_config
 
 log = logging.getLogger("controller.demo")
@@ -191,7 +193,10 @@ def run_demo(args: argparse.Namespace) -> int:
         })
         try:
             source, what = _demo_source(cfg, args, tmp)
-        except (FileNotFoundError, ValueError) as exc:
+        except ValueError as exc:  # a bad --source, a replay path that is not usable: bad input
+            print(f"craps-table demo: {exc}", file=sys.stderr)
+            return 2
+        except FileNotFoundError as exc:  # this build has no frame source at all
             print(f"craps-table demo: {exc}", file=sys.stderr)
             return 1
         say(f"craps-table demo: table {cfg.table.id}, {what}; {args.rolls} verdicts; "
@@ -213,6 +218,12 @@ def run_demo(args: argparse.Namespace) -> int:
             service, _ = build_service(cfg, source, publisher=publisher, lamp_driver=build_lamp_driver(cfg),
                                        on_message=on_message)
             stats = service.run(source, max_verdicts=args.rolls)
+        except BadInputError as exc:  # e.g. a replay folder of only corrupt photos
+            print(f"craps-table demo: bad input: {exc}", file=sys.stderr)
+            return 2
+        except FrameError as exc:
+            print(f"craps-table demo: frame source failed: {exc}", file=sys.stderr)
+            return 1
         finally:
             if service is not None:
                 service.close()

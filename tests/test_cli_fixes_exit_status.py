@@ -1,0 +1,29 @@
+"""The same bad input gives exit status 2 from ``run`` and ``demo`` alike."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller.cli import main
+
+PHOTOS = sorted((Path(__file__).resolve().parent / "data" / "dice" / "topdown-tray").glob("*.jpg"))
+
+
+@pytest.mark.parametrize("command", ["run", "demo"])
+def test_missing_replay_path_is_exit_2(command: str, tmp_path: Path, capsys) -> None:
+    missing = tmp_path / "nonexist"
+    assert main([command, "--source", f"replay:{missing}"]) == 2
+    err = capsys.readouterr().err
+    assert f"replay {missing}: no such file or folder" in err
+
+
+def test_demo_on_a_folder_of_only_corrupt_photos_is_exit_2(tmp_path: Path, capsys) -> None:
+    if not PHOTOS:
+        pytest.skip("tests/data/dice/topdown-tray absent")
+    folder = tmp_path / "corrupt"
+    folder.mkdir()
+    (folder / "half.jpg").write_bytes(PHOTOS[0].read_bytes()[:5000])
+    assert main(["demo", "--rolls", "1", "--source", f"replay:{folder}"]) == 2
+    err = capsys.readouterr().err
+    assert f"replay {folder}: none of its 1 image file(s) can be read" in err
