@@ -48,11 +48,42 @@ class SetupError(Exception):
     """Something the service needs cannot be built from config (exit status 2)."""
 
 
+def _int_at_least(low: int, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse ``type`` for an integer >= 0 (a seed); a bad value is reported by argparse
+    naming the option, exit status 2.
+
+    Raises:
+        argparse.ArgumentTypeError: not a whole number, or negative.
+    """
+    return _int_at_least(0, text)
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type`` for an integer >= 1 (a count of rolls, verdicts, rounds); a bad
+    value is reported by argparse naming the option, exit status 2.
+
+    Raises:
+        argparse.ArgumentTypeError: not a whole number, or < 1.
+    """
+    return _int_at_least(1, text)
+
+
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     """Arguments of ``craps-table run`` / ``craps-table demo``."""
     if command == "demo":
-        parser.add_argument("--rolls", type=int, default=20, help="stop after N verdicts (default 20)")
-        parser.add_argument("--seed", type=int, default=None, help="simulator seed (default from config)")
+        parser.add_argument("--rolls", type=positive_int, default=20, help="stop after N verdicts (default 20)")
+        parser.add_argument("--seed", type=non_negative_int, default=None,
+                            help="simulator seed, >= 0 (default from config)")
         parser.add_argument("--source", default=None,
                             help="frame source instead of the simulated table: sim | replay:PATH")
         parser.add_argument("--config", type=Path, default=None,
@@ -64,12 +95,13 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", default=None,
                         help="frame source: sim[:SCENARIO] | replay:PATH | usb:N | picamera2[:N] "
                              "(default: [camera] source in the config)")
-    parser.add_argument("--max-verdicts", type=int, default=None, help="stop after N verdicts")
+    parser.add_argument("--max-verdicts", type=positive_int, default=None, help="stop after N verdicts")
     parser.add_argument("--mode", default="table", choices=["table", "automated", "live"],
                         help="table: a dealt game; automated: rounds paced by the controller, the shaker "
                              "throws ([rounds], firmware bridge or a simulated MCU); live: stadium rounds, "
                              "bets close at the first motion")
-    parser.add_argument("--max-rounds", type=int, default=None, help="--mode automated|live: stop after N rounds")
+    parser.add_argument("--max-rounds", type=positive_int, default=None,
+                        help="--mode automated|live: stop after N rounds")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
