@@ -315,12 +315,53 @@ def build_publisher(cfg: TableConfig):
     from bus.keys import BusKeyError
     from bus.publisher import RollPublisher
 
+    problem = missing_bus_keys(cfg.bus)
+    if problem is not None:
+        raise SetupError(problem)
     try:
         return RollPublisher(cfg.bus, cfg.table.id)
-    except BusKeyError as exc:
-        raise SetupError(f"bus.keys_dir: {exc} (make them with `craps-table keys generate`)") from None
+    except BusKeyError as exc:  # every file is there but one cannot be read
+        raise SetupError(f"bus.keys_dir: {exc}; remake a damaged key set with `craps-table keys generate "
+                         f"NAME --dir {cfg.bus.keys_dir} --force`") from None
     except Exception as exc:  # noqa: BLE001 - zmq / journal errors, reported with the section
         raise SetupError(f"bus: {type(exc).__name__}: {exc}") from exc
+
+
+def missing_bus_keys(bus_cfg) -> str | None:
+    """What is missing of the bus keys of ``bus_cfg`` (a ``bus.config.BusConfig``) and every
+    step that makes it, in one message, so that one failed start tells the whole setup; ``None``
+    when nothing is missing.
+
+    The steps (bus/cli.py): the table's key set, ``craps-table keys generate TABLE_KEY --dir
+    KEYS_DIR``, when a file of it is missing; the subscriber's key set put into the allow-list,
+    ``craps-table keys generate SUBSCRIBER_KEY --dir KEYS_DIR --authorize`` (or ``keys
+    authorize`` of its existing certificate), when the allow-list directory is missing.
+    ``KEYS_DIR`` is the configured ``bus.keys_dir``.
+    """
+    from bus.keys import key_files
+
+    keys_dir = Path(bus_cfg.keys_dir)
+    table = key_files(keys_dir, bus_cfg.table_key)
+    missing, steps = [], []
+    absent = [p.name for p in (table.curve_public, table.curve_secret, table.sign_secret, table.sign_public)
+              if not p.is_file()]
+    if absent:
+        missing.append(", ".join(absent))
+        steps.append(f"`craps-table keys generate {bus_cfg.table_key} --dir {keys_dir}`")
+    if not bus_cfg.allow_dir.is_dir():
+        missing.append(f"the allow-list {bus_cfg.allow_dir}")
+        sub = key_files(keys_dir, bus_cfg.subscriber_key)
+        if sub.curve_public.is_file():
+            step = f"`craps-table keys authorize {sub.curve_public} --dir {keys_dir}`"
+        else:
+            step = f"`craps-table keys generate {bus_cfg.subscriber_key} --dir {keys_dir} --authorize`"
+        if bus_cfg.allow_dir != keys_dir / "authorized":
+            step += f" (then copy {sub.curve_public} into bus.authorized_dir {bus_cfg.allow_dir})"
+        steps.append(step)
+    if not missing:
+        return None
+    return (f"bus.keys_dir {keys_dir}: missing {'; '.join(missing)}; make the keys with "
+            + " and then ".join(steps))
 
 
 def build_metrics(cfg: TableConfig):
