@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(VENV)/bin/craps-table demo --rolls 20
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	CRAPS_FULL_COUNTS=1 $(PY) -m pytest -q
 
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

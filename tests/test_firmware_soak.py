@@ -8,6 +8,8 @@ The full 10,000-command soak with a disconnect every 1,000 commands is bench/fir
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from firmware_bridge.soak import run_soak
@@ -27,6 +29,21 @@ def test_soak_2000_commands_1pct_corruption_disconnect_every_400():
     assert sum(r.failed.values()) <= 10, r.summary()
     assert r.executed >= r.acked
     print(r.summary())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("CRAPS_FULL_COUNTS") != "1",
+                    reason="the full 10,000-command soak runs with CRAPS_FULL_COUNTS=1 (make test sets it)")
+def test_soak_10000_commands_1pct_corruption_disconnect_every_1000():
+    """The soak of issue 6 at its full size: 10,000 commands, 1 % of bytes corrupted, the cable
+    pulled every 1,000 commands."""
+    r = run_soak(10000, corrupt_rate=0.01, disconnect_every=1000, seed=12, time_limit_s=240.0)
+    assert r.commands == 10000, f"soak hit its time limit: {r.summary()}"
+    assert r.acked + sum(r.failed.values()) == 10000, r.summary()
+    assert r.executed_twice == 0, r.summary()
+    assert r.acked_not_executed == 0 and r.payload_mismatch == 0 and r.executed_not_sent == 0, r.summary()
+    assert r.disconnects == 10, r.summary()
+    assert sum(r.failed.values()) <= 50, r.summary()
 
 
 def test_soak_rejects_sizes_that_would_wrap_sequence_numbers():
