@@ -144,6 +144,10 @@ class RulesSection(_Section):
             evidence for 9 NYCRR 5324.52(k)(2)(ii).
         track: follow the dice through the motion frames (needs a calibration) to tell whether
             each struck the far wall (9 NYCRR 5324.52(k)(2)(ii)); off: only the sensor decides.
+        far_wall_reach_mm: a tracked die struck the far wall only if its centre came within
+            this many millimetres of the wall: the wall's rubber depth plus half the die's
+            diagonal (a die touching the rubber with a corner; 10 + 13.5 mm on the simulated
+            table). ``None``: anywhere in the calibration's far-wall band counts.
     """
 
     profile: str = "ny-5324"
@@ -151,6 +155,7 @@ class RulesSection(_Section):
     calibration: Path | None = None
     wall_sensor: bool = False
     track: bool = True
+    far_wall_reach_mm: float | None = Field(default=None, gt=0.0, le=500.0)
 
     def load_profile(self):
         """The :class:`controller.irregularity_profile.IrregularityProfile` (checked at load)."""

@@ -604,6 +604,7 @@ def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object,
         SetupError: an unreadable calibration, or a command endpoint that cannot be bound.
     """
     from controller.boxperson import CallRegistry, CommandServer
+    from controller.irregularity import Tolerances
     from controller.throw_observer import ThrowObserver
 
     if cfg.rules.calibration is not None:
@@ -619,7 +620,8 @@ def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object,
     observer = ThrowObserver(cfg.rules.load_profile(), calibration=calibration, registry=registry,
                              objects=_source_objects(source),
                              wall_sensor=cfg.rules.wall_sensor, track=cfg.rules.track,
-                             min_presence=cfg.vision.min_presence)
+                             min_presence=cfg.vision.min_presence,
+                             tolerances=Tolerances(far_wall_reach_mm=cfg.rules.far_wall_reach_mm))
     hook = AreaZones(observer, area) if calibration is None and area else observer
     closers = []
     if cfg.boxperson.endpoint:
