@@ -14,10 +14,13 @@ Pipeline:
    frame to 32x32, standardised, and classified by ``vision/models/dice_faces.onnx`` into
    faces 1..6 or "not one readable die" (the crop and its 90-degree turns are averaged), with
    a probability that the upper face is seen square-on (``flat``).
-3. **Refusal.** A value is returned only when its probability is at least :data:`FACE_MIN`
-   (chosen on held-out train photos and renders so that wrong values are ~0); otherwise
-   ``value=None`` with confidence <= 0.2. A peak the classifier calls "not a die" is dropped
-   unless the detector is sure of it (:data:`CENTRE_SURE`), in which case it is an unread die.
+3. **Refusal.** The classifier's value is returned when its probability is at least
+   :data:`FACE_MIN` (chosen on held-out train photos and renders so that wrong values are ~0).
+   Below that, the classical pip reader (:mod:`vision.reader`) reads a window around the die,
+   and its value is taken only if the classifier gives it at least :data:`FALLBACK_MIN_P`
+   (two methods agreeing); otherwise ``value=None`` with confidence <= 0.2. A peak the classifier calls "not a die" is dropped
+   unless the detector is sure of it (:data:`CENTRE_SURE`) and the classifier is not
+   (:data:`NOT_A_DIE_SURE`), in which case it is an unread die.
 
 Training: :mod:`vision.train` (``pip install -e .[train]``); data recipe and figures in
 ``vision/models/MODEL_CARD.md``.
@@ -47,10 +50,18 @@ TARGET_BOX_PX = 18.0
 FIRST_PASS_PX = 288
 #: Lowest centre-heat peak taken as a die candidate.
 CENTRE_MIN = 0.3
-#: Centre-heat peak above which a candidate the classifier rejects is still a die (unread).
+#: Centre-heat peak above which a candidate the classifier rejects is still a die (unread)...
 CENTRE_SURE = 0.7
-#: Lowest face probability for which a value is returned (else None).
+#: ...unless the classifier is this sure it is no die (casino chips, prints, tray corners).
+NOT_A_DIE_SURE = 0.9
+#: Lowest face probability for which the classifier's value is returned on its own.
 FACE_MIN = 0.9
+#: Below FACE_MIN, the classical pip reader (:mod:`vision.reader`) is run on a window around
+#: the die; its value is taken only when the classifier gives that value at least this
+#: probability (two different methods agreeing), else the die is unread (None).
+FALLBACK_MIN_P = 0.1
+#: Side of the window (in die boxes) the classical reader sees around an unsure die.
+FALLBACK_WINDOW = 3.0
 #: Class index of "not one readable die".
 NOT_A_FACE = 6
 
@@ -121,7 +132,7 @@ def _centres(img: np.ndarray, s: float) -> tuple[list[tuple[float, float, float,
     found.sort(key=lambda t: -t[3])
     kept: list[tuple[float, float, float, float]] = []
     for f in found:
-        if all(np.hypot(f[0] - k[0], f[1] - k[1]) > 0.5 * max(f[2], k[2]) for k in kept):
+        if all(np.hypot(f[0] - k[0], f[1] - k[1]) > 0.5 * min(f[2], k[2]) for k in kept):
             kept.append(f)
     return kept, (sx + sy) / 2
 
@@ -155,17 +166,44 @@ def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]) -
     return out.mean(axis=0)
 
 
-def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = None) -> list[DieReading]:
+def _classical_value(img: np.ndarray, x: float, y: float, size: float) -> tuple[int | None, float, bool | None]:
+    """The classical reader's value, confidence and flat for the die at ``(x, y)``, read on a
+    window of FALLBACK_WINDOW boxes around it (``(None, 0, None)`` when it reads none there)."""
+    from vision import reader
+
+    classical = getattr(reader, "read_dice_classical", None) or reader.read_dice
+    h, w = img.shape[:2]
+    half = FALLBACK_WINDOW * size / 2
+    x0, y0 = max(0, int(x - half)), max(0, int(y - half))
+    x1, y1 = min(w, int(np.ceil(x + half))), min(h, int(np.ceil(y + half)))
+    if x1 - x0 < 16 or y1 - y0 < 16:
+        return None, 0.0, None
+    reads = classical(np.ascontiguousarray(img[y0:y1, x0:x1]), expected_side_px=size / 1.2)
+    best = None
+    for r in reads:
+        d = float(np.hypot(r.centre[0] + x0 - x, r.centre[1] + y0 - y))
+        if d < 0.5 * size and (best is None or d < best[0]):
+            best = (d, r)
+    if best is None or best[1].value is None:
+        return None, 0.0, None
+    return best[1].value, float(best[1].confidence), bool(best[1].flat)
+
+
+def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = None,
+                      fallback: bool = True) -> list[DieReading]:
     """Find every die in a frame and read its upper face with the learned models.
 
     Args:
         image: numpy ``uint8`` ``(H, W, 3)`` BGR or ``(H, W)`` grey frame.
         expected_side_px: the die's side in pixels from calibration, if known.
+        fallback: for a die the classifier is unsure of, ask the classical pip reader
+            (:mod:`vision.reader`) on a window around it; its value is kept only when the
+            classifier gives it at least :data:`FALLBACK_MIN_P`.
 
     Returns:
         One :class:`vision.types.DieReading` per die, in reading order (top to bottom, left
         to right); ``value`` is ``None`` where the face probability is below
-        :data:`FACE_MIN` (confidence then <= 0.2). ``side_px`` is estimated from the box
+        :data:`FACE_MIN` and no agreeing classical read (confidence then <= 0.2). ``side_px`` is estimated from the box
         (box / 1.2); ``angle_deg`` is not measured (0). ``extra`` holds ``"p"`` (the seven
         class probabilities) and ``"centre_score"``.
 
@@ -186,13 +224,17 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
         cls = int(np.argmax(p[:7]))
         pc = float(p[cls])
         if cls == NOT_A_FACE:
-            if score < CENTRE_SURE:
+            if score < CENTRE_SURE or pc >= NOT_A_DIE_SURE:
                 continue
             value, conf = None, min(0.2, 1.0 - pc)
         elif pc >= FACE_MIN:
             value, conf = cls + 1, pc
         else:
             value, conf = None, min(0.2, pc * 0.2)
+            if fallback:
+                vc, cc, _ = _classical_value(img, x, y, size)
+                if vc is not None and p[vc - 1] >= FALLBACK_MIN_P:
+                    value, conf = vc, min(cc, 0.5 + 0.5 * float(p[vc - 1]))
         half = size / 2
         bbox = (max(0, int(np.floor(x - half))), max(0, int(np.floor(y - half))),
                 min(w, int(np.ceil(x + half))), min(h, int(np.ceil(y + half))))

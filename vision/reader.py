@@ -162,8 +162,39 @@ def _reading(pm: np.ndarray, fr: FaceRead, x0: int, y0: int, side: float) -> Die
     )
 
 
+#: Environment switch of the reader behind :func:`read_dice`: ``classical`` (this module's
+#: pipeline, the default) or ``learned`` (vision/learned.py: better on the photo sets and the
+#: simulated table, see docs/vision.md, but not yet on large drawn dice; see its docstring).
+READER_ENV = "CRAPS_VISION"
+
+
 def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> list[DieReading]:
-    """Find every die in a frame and read its upper face.
+    """Find every die in a frame and read its upper face: the classical reader
+    (:func:`read_dice_classical`) unless the environment variable ``CRAPS_VISION=learned``
+    selects the learned one (:func:`vision.learned.read_dice_learned`, which asks
+    :func:`read_dice_classical` about the dice it is unsure of).
+
+    Args and returns as :func:`read_dice_classical`.
+
+    Raises:
+        camera.base.FrameError: the image is not a usable uint8 frame.
+        ValueError: ``CRAPS_VISION`` is set to something else than ``classical`` or ``learned``.
+        FileNotFoundError: ``learned`` is chosen and its weights are not in vision/models.
+    """
+    import os
+
+    from vision import learned
+
+    choice = os.environ.get(READER_ENV, "").strip().lower()
+    if choice not in ("", "classical", "learned"):
+        raise ValueError(f"{READER_ENV}={choice!r}: expected 'classical' or 'learned'")
+    if choice == "learned":
+        return learned.read_dice_learned(image, expected_side_px=expected_side_px)
+    return read_dice_classical(image, expected_side_px=expected_side_px)
+
+
+def read_dice_classical(image: np.ndarray, *, expected_side_px: float | None = None) -> list[DieReading]:
+    """Find every die in a frame and read its upper face (the classical pipeline).
 
     Args:
         image: numpy ``uint8`` ``(H, W, 3)`` BGR or ``(H, W)`` grey frame.

@@ -52,7 +52,7 @@ def render_throws(out: Path, throws: int, first_seed: int = 10000) -> int:
         r, sim = renderers[key], sims[plan.geometry]
         res = run_throw(plan, sim)
         poses = [DicePose(s.pos_mm, s.quat) for s in res.states]
-        image = r.render([poses], seed)
+        image = r.render([[p] for p in poses], seed)
         dice = []
         for s, p in zip(res.states, poses):
             if s.rests_on == "off-table":

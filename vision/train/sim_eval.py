@@ -33,7 +33,7 @@ def render(cache: Path, throws: int) -> None:
         renderer = renderer or Renderer(plan.geometry, CameraConfig(), seed=1)
         out = run_throw(plan, sim)
         poses = [DicePose(s.pos_mm, s.quat) for s in out.states]
-        image = renderer.render([poses], seed)
+        image = renderer.render([[p] for p in poses], seed)
         side = renderer.g.die_size / renderer.cam.mm_per_px
         dice = [{"value": int(s.value), "flat": bool(s.flat), "rests_on": s.rests_on,
                  "centre_px": [float(v) for v in renderer.die_centre_px(p)]} for s, p in zip(out.states, poses)]

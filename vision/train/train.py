@@ -193,12 +193,13 @@ def main() -> None:
     ap.add_argument("--sim", type=Path, default=Path("/tmp/vml/sim"))
     ap.add_argument("--cache", type=Path, default=Path("/tmp/vml/cache"))
     ap.add_argument("--minutes", type=float, default=9.0)
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--resume", action="store_true", help="start from the cached state dict")
     ap.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (cosine decay)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the data build and the training order")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "models" / "dice.onnx")
     a = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     if a.step == "data":
         build(a.sim, a.cache, a.seed)
     elif a.step == "extra":

@@ -1,0 +1,90 @@
+"""The learned dice reader (vision.learned): weights present and small, loaded by OpenCV's dnn
+module without torch; every die of the golden photos read right; an unsure face comes back as
+None with a low confidence; the CRAPS_VISION switch; bad frames raise FrameError."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+import vision.learned as L
+from camera.base import FrameError
+from test_vision_faces import table
+from vision.evaluate import load_labels, match
+
+DATA = Path(__file__).resolve().parent / "data" / "dice"
+PHOTOS = sorted(DATA.glob("*/*.jpg"))
+
+
+def test_weights_are_in_the_repo_and_small() -> None:
+    assert L.models_present()
+    assert L.CENTRES_ONNX.stat().st_size + L.FACES_ONNX.stat().st_size < 2_000_000
+    det, face = L._nets()
+    face.setInput(np.zeros((2, 3, L.CROP, L.CROP), np.float32))
+    out = face.forward()
+    assert out.shape == (2, 8)
+    np.testing.assert_allclose(out[:, :7].sum(axis=1), 1.0, atol=1e-4)
+    det.setInput(np.zeros((1, 3, 64, 96), np.float32))
+    assert det.forward().shape == (1, 2, 16, 24)
+
+
+def test_inference_needs_no_torch() -> None:
+    code = "import sys, vision.learned as L, numpy as np; L.read_dice_learned(np.zeros((64, 64, 3), np.uint8)); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("photo", PHOTOS, ids=[f"{p.parent.name}/{p.name}" for p in PHOTOS])
+def test_golden_photo_every_die_read_right(photo: Path) -> None:
+    img = cv2.imread(str(photo))
+    h, w = img.shape[:2]
+    labels = load_labels(photo.with_suffix(".txt"), w, h)
+    readings = L.read_dice_learned(img)
+    pairs = match(readings, labels)
+    got = sorted((labels[j].value, readings[i].value) for i, j in pairs)
+    assert got == sorted((lb.value, lb.value) for lb in labels)
+    matched = {i for i, _ in pairs}
+    assert [r.value for i, r in enumerate(readings) if i not in matched and r.value is not None] == []
+
+
+def test_below_the_threshold_the_value_is_none(monkeypatch) -> None:
+    photo = DATA / "topdown-tray" / "IMG_20191208_112541.jpg"
+    img = cv2.imread(str(photo))
+    first = L.read_dice_learned(img)
+    assert sum(d.value is not None for d in first) >= 3
+    for d in first:
+        assert (d.value is None) == (d.confidence <= 0.2)
+    monkeypatch.setattr(L, "FACE_MIN", 1.01)   # nothing is sure enough for the classifier...
+    monkeypatch.setattr(L, "FALLBACK_MIN_P", 1.01)   # ...nor for the classical fallback
+    dice = L.read_dice_learned(img)
+    assert len(dice) == len(first)
+    assert all(d.value is None and d.confidence <= 0.2 for d in dice)
+
+
+def test_reader_switch(monkeypatch) -> None:
+    from vision import reader
+
+    photo = DATA / "topdown-tray" / "IMG_20191208_112541.jpg"
+    img = cv2.imread(str(photo))
+    monkeypatch.setenv(reader.READER_ENV, "learned")
+    assert [d.centre for d in reader.read_dice(img)] == [d.centre for d in L.read_dice_learned(img)]
+    monkeypatch.setenv(reader.READER_ENV, "classical")
+    assert [d.centre for d in reader.read_dice(img)] == [d.centre for d in reader.read_dice_classical(img)]
+    monkeypatch.setenv(reader.READER_ENV, "neural")
+    with pytest.raises(ValueError, match="CRAPS_VISION"):
+        reader.read_dice(img)
+
+
+def test_empty_table_has_no_dice() -> None:
+    assert L.read_dice_learned(table()) == []
+
+
+@pytest.mark.parametrize("bad", [np.zeros((10, 10, 3), np.uint8), np.zeros((50, 50, 3), np.float32), "not an image"])
+def test_bad_frames_raise_frame_error(bad) -> None:
+    with pytest.raises(FrameError):
+        L.read_dice_learned(bad)
