@@ -96,6 +96,9 @@ class VisionSection(_Section):
             off the table). Only with a reader validated on such crops (the reader's background
             model depends on the image); zone detectors that must see dice on the rails or in
             the chip bank outside the table area need it off.
+        reader: the dice reader (vision/reader.py): ``"learned"`` (vision/learned.py: two small
+            networks through cv2.dnn, the classical reader asked about unsure dice) or
+            ``"classical"``; figures of both in docs/vision.md.
     """
 
     table_area: list[tuple[float, float]] = Field(default_factory=list)
@@ -109,6 +112,7 @@ class VisionSection(_Section):
     min_presence: float = Field(0.3, ge=0, le=1)
     same_die_tolerance_px: float = Field(12.0, gt=0)
     read_crop: bool = False
+    reader: Literal["classical", "learned"] = "classical"
 
     @field_validator("motion_width")
     @classmethod

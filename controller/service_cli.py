@@ -414,7 +414,7 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
     if reader is None:
         from vision.reader import read_dice
 
-        reader = functools.partial(read_dice, expected_side_px=die_side) if die_side else read_dice
+        reader = functools.partial(read_dice, expected_side_px=die_side or None, method=cfg.vision.reader)
     area = list(cfg.vision.table_area) or source_table_area(source)
     opened: list = []  # what this function opened, closed again if the start fails
     if publisher is None:

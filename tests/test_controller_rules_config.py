@@ -17,8 +17,10 @@ def _cfg(**rules):
     return parse_config(data, "test.toml")
 
 
-def test_shipped_reach_is_rubber_plus_half_diagonal():
-    assert _cfg().rules.far_wall_reach_mm == 23.5
+def test_shipped_reach_is_the_whole_band():
+    """A 30 fps camera track may not see a bouncing die's closest approach: left out."""
+    assert _cfg().rules.far_wall_reach_mm is None
+    assert _cfg(far_wall_reach_mm=23.5).rules.far_wall_reach_mm == 23.5
 
 
 @pytest.mark.parametrize("bad", [0, -5, 1000])
@@ -39,3 +41,28 @@ def test_reach_reaches_the_observer():
     finally:
         for close in closers:
             close()
+
+
+def test_reader_choice_is_validated_and_used():
+    assert _cfg().vision.reader == "learned"
+    data = tomllib.loads(SHIPPED.read_text())
+    data["vision"]["reader"] = "neural"
+    with pytest.raises(ConfigError, match="vision.reader"):
+        parse_config(data, "test.toml")
+
+
+def test_read_dice_method_overrides_the_environment(monkeypatch):
+    import numpy as np
+
+    from vision import learned, reader
+
+    calls = []
+    monkeypatch.setattr(learned, "read_dice_learned", lambda img, **kw: calls.append("learned") or [])
+    monkeypatch.setattr(reader, "read_dice_classical", lambda img, **kw: calls.append("classical") or [])
+    monkeypatch.setenv("CRAPS_VISION", "classical")
+    img = np.zeros((64, 64, 3), np.uint8)
+    reader.read_dice(img, method="learned")
+    reader.read_dice(img)
+    assert calls == ["learned", "classical"]
+    with pytest.raises(ValueError, match="method='neural'"):
+        reader.read_dice(img, method="neural")

@@ -168,13 +168,16 @@ def _reading(pm: np.ndarray, fr: FaceRead, x0: int, y0: int, side: float) -> Die
 READER_ENV = "CRAPS_VISION"
 
 
-def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> list[DieReading]:
+def read_dice(image: np.ndarray, *, expected_side_px: float | None = None,
+              method: str | None = None) -> list[DieReading]:
     """Find every die in a frame and read its upper face: the classical reader
-    (:func:`read_dice_classical`) unless the environment variable ``CRAPS_VISION=learned``
-    selects the learned one (:func:`vision.learned.read_dice_learned`, which asks
-    :func:`read_dice_classical` about the dice it is unsure of).
+    (:func:`read_dice_classical`) unless ``method="learned"`` or, with no ``method``, the
+    environment variable ``CRAPS_VISION=learned`` selects the learned one
+    (:func:`vision.learned.read_dice_learned`, which asks :func:`read_dice_classical` about the
+    dice it is unsure of).
 
-    Args and returns as :func:`read_dice_classical`.
+    Args and returns as :func:`read_dice_classical`; ``method``: ``"classical"``,
+    ``"learned"`` or ``None`` (the environment's choice, else classical).
 
     Raises:
         camera.base.FrameError: the image is not a usable uint8 frame.
@@ -185,9 +188,14 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None) -> li
 
     from vision import learned
 
-    choice = os.environ.get(READER_ENV, "").strip().lower()
-    if choice not in ("", "classical", "learned"):
-        raise ValueError(f"{READER_ENV}={choice!r}: expected 'classical' or 'learned'")
+    if method is not None:
+        choice = method
+        if choice not in ("classical", "learned"):
+            raise ValueError(f"method={choice!r}: expected 'classical' or 'learned'")
+    else:
+        choice = os.environ.get(READER_ENV, "").strip().lower()
+        if choice not in ("", "classical", "learned"):
+            raise ValueError(f"{READER_ENV}={choice!r}: expected 'classical' or 'learned'")
     if choice == "learned":
         return learned.read_dice_learned(image, expected_side_px=expected_side_px)
     return read_dice_classical(image, expected_side_px=expected_side_px)
