@@ -41,14 +41,26 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=60, help="number of photos (default 60)")
     ap.add_argument("--repeat", type=int, default=2, help="passes over the photos (default 2)")
+    ap.add_argument("--reader", choices=["classical", "learned", "both"], default="both",
+                    help="which dice reader (vision.reader.read_dice method; default both)")
     args = ap.parse_args()
     cv2.setNumThreads(1)
-    from vision.reader import read_dice
-
     source, imgs = frames(args.n)
-    read_dice(imgs[0])  # warm-up
+    for method in (["classical", "learned"] if args.reader == "both" else [args.reader]):
+        bench(method, source, imgs, args.repeat)
+    return 0
+
+
+def bench(method: str, source: str, imgs: list, repeat: int) -> None:
+    """Print wall and CPU median / p95 / max ms per photo of ``read_dice(method=method)``."""
+    import functools
+
+    from vision.reader import read_dice as _read_dice
+
+    read_dice = functools.partial(_read_dice, method=method)
+    read_dice(imgs[0])  # warm-up (the learned reader loads its models)
     times, cpu = [], []
-    for _ in range(args.repeat):
+    for _ in range(repeat):
         for img in imgs:
             t0, c0 = time.perf_counter(), time.process_time()
             read_dice(img)
@@ -60,11 +72,10 @@ def main() -> int:
     def p95(v: list[float]) -> float:
         return v[min(len(v) - 1, int(round(0.95 * (len(v) - 1))))]
 
-    print(f"vision: {len(times)} reads of {len(imgs)} 640x640 photos from {source}, 1 thread")
-    print(f"vision: wall median {statistics.median(times):.2f} ms  p95 {p95(times):.2f} ms  max {times[-1]:.2f} ms")
-    print(f"vision: cpu  median {statistics.median(cpu):.2f} ms  p95 {p95(cpu):.2f} ms "
+    print(f"vision ({method}): {len(times)} reads of {len(imgs)} 640x640 photos from {source}, 1 thread")
+    print(f"vision ({method}): wall median {statistics.median(times):.2f} ms  p95 {p95(times):.2f} ms  max {times[-1]:.2f} ms")
+    print(f"vision ({method}): cpu  median {statistics.median(cpu):.2f} ms  p95 {p95(cpu):.2f} ms "
           "(CPU time: less disturbed by other load on the machine)")
-    return 0
 
 
 if __name__ == "__main__":
