@@ -7,23 +7,12 @@ from pathlib import Path
 from controller import service_cli
 from controller.cli import main
 from controller.config import load_config
+from tableconfig import write_test_config
 
-CONFIG = Path(__file__).resolve().parents[1] / "config" / "table.toml"
 
 
 def _config(tmp_path: Path) -> Path:
-    keys = tmp_path / "my keys"
-    text = CONFIG.read_text()
-    for old, new in [('"var/bus/keys"', f'"{keys}"'),
-                     ('"var/bus/journal.sqlite"', f'"{tmp_path / "journal.sqlite"}"'),
-                     ('"var/state/table.sqlite"', f'"{tmp_path / "state.sqlite"}"'),
-                     ("port = 9108", "port = 0"),
-                     ('endpoint = "tcp://127.0.0.1:5560"', 'endpoint = "tcp://127.0.0.1:*"')]:
-        assert old in text
-        text = text.replace(old, new)
-    path = tmp_path / "table.toml"
-    path.write_text(text)
-    return path
+    return write_test_config(tmp_path, keys_dir=tmp_path / "my keys")
 
 
 def _run(config: Path) -> int:

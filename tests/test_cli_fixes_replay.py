@@ -11,6 +11,7 @@ import pytest
 from camera.errors import BadInputError
 from camera.replay import ReplaySource
 from controller import service_cli
+from tableconfig import write_test_config
 
 DATA = Path(__file__).resolve().parent / "data" / "dice"
 PHOTOS = sorted((DATA / "topdown-tray").glob("*.jpg"))
@@ -19,20 +20,8 @@ PHOTOS = sorted((DATA / "topdown-tray").glob("*.jpg"))
 def _config(tmp_path: Path) -> Path:
     from bus.config import BusConfig
 
-    bus_cfg = BusConfig.local(tmp_path / "bus", transport="tcp", table_id="t-test")
-    text = (Path(__file__).resolve().parents[1] / "config" / "table.toml").read_text()
-    for old, new in [('"tcp://127.0.0.1:5556"', f'"{bus_cfg.pub_endpoint}"'),
-                     ('"tcp://127.0.0.1:5557"', f'"{bus_cfg.replay_endpoint}"'),
-                     ('"var/bus/journal.sqlite"', f'"{bus_cfg.journal_path}"'),
-                     ('"var/bus/keys"', f'"{bus_cfg.keys_dir}"'),
-                     ('"var/state/table.sqlite"', f'"{tmp_path / "state.sqlite"}"'),
-                     ("port = 9108", "port = 0"),
-                     ('endpoint = "tcp://127.0.0.1:5560"', 'endpoint = "tcp://127.0.0.1:*"')]:
-        assert old in text
-        text = text.replace(old, new)
-    path = tmp_path / "table.toml"
-    path.write_text(text)
-    return path
+    return write_test_config(tmp_path, bus_cfg=BusConfig.local(tmp_path / "bus", transport="tcp",
+                                                              table_id="t-test"))
 
 
 def _corrupt_folder(tmp_path: Path, n: int = 2) -> Path:
