@@ -112,7 +112,7 @@ class VisionSection(_Section):
     min_presence: float = Field(0.3, ge=0, le=1)
     same_die_tolerance_px: float = Field(12.0, gt=0)
     read_crop: bool = False
-    reader: Literal["classical", "learned"] = "classical"
+    reader: Literal["classical", "learned"] = "learned"
 
     @field_validator("motion_width")
     @classmethod

@@ -32,6 +32,6 @@ def test_reader_rarely_misreads_a_rendered_die(accuracy):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="issue-4 target 99.5 %; measured 65.5 % on 400 dice (docs/simulator.md)")
+@pytest.mark.xfail(strict=False, reason="issue-4 target 99.5 %; measured 98.0 % on 400 dice, 0 wrong (docs/simulator.md)")
 def test_reader_reads_rendered_flat_dice_to_issue_target(accuracy):
     assert accuracy.rate >= 0.995, accuracy.failures

@@ -26,7 +26,7 @@ def test_weights_are_in_the_repo_and_small() -> None:
     det, face = L._nets()
     face.setInput(np.zeros((2, 3, L.CROP, L.CROP), np.float32))
     out = face.forward()
-    assert out.shape == (2, 8)
+    assert out.shape == (2, 11)   # 7 classes, P(flat), centre offset x, y, log size
     np.testing.assert_allclose(out[:, :7].sum(axis=1), 1.0, atol=1e-4)
     det.setInput(np.zeros((1, 3, 64, 96), np.float32))
     assert det.forward().shape == (1, 2, 16, 24)

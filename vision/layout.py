@@ -160,9 +160,10 @@ def fit_layout(points: np.ndarray) -> LayoutFit | None:
                 mpt = (corners[i] + corners[j]) / 2
                 if min(np.linalg.norm(mpt - mids[0]), np.linalg.norm(mpt - mids[1])) < pitch:
                     long_half = min(long_half, float(np.linalg.norm(corners[i] - corners[j])) / 2)
-        aspect = long_half / pitch if np.isfinite(long_half) else float("nan")
+        aspect = long_half / pitch if np.isfinite(long_half) and pitch > 0 else float("nan")
         if np.isfinite(aspect) and aspect < 1:
-            aspect = 1 / aspect
+            # two coincident corner pips (long_half 0) are no grid at all: infinitely distorted
+            aspect = 1 / aspect if aspect > 0 else float("inf")
         e = max(sym_err, err, mid_err) / pitch
         return LayoutFit(6, e, pitch, (float(centre[0]), float(centre[1])), aspect)
     return None

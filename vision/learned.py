@@ -3,24 +3,26 @@ through OpenCV's dnn module (no other runtime, nothing downloaded).
 
 Pipeline:
 
-1. **Centres.** The frame is scaled so a die is about 12..30 pixels across (from
-   ``expected_side_px`` when calibration gives it; otherwise a first pass at ~288 pixels on the
-   long side, repeated at a corrected scale when the dice found are far from that size) and
-   passed to ``vision/models/dice_centres.onnx``, a fully convolutional CenterNet-style net
-   (Zhou et al., "Objects as Points", 2019): a heat map of die centres and the log of the
-   die's box side, at stride 4. Local maxima above :data:`CENTRE_MIN` are dice; a weaker peak
-   closer than half a die to a stronger one is dropped.
-2. **Faces.** Around each centre a window of 1.25 box sides is resampled from the full-size
-   frame to 32x32, standardised, and classified by ``vision/models/dice_faces.onnx`` into
-   faces 1..6 or "not one readable die" (the crop and its 90-degree turns are averaged), with
-   a probability that the upper face is seen square-on (``flat``).
+1. **Centres.** The frame is scaled so a die box is about :data:`TARGET_BOX_PX` pixels (from
+   ``expected_side_px`` when calibration gives it; otherwise a coarse pass at
+   :data:`COARSE_PX` on the long side measures the dice first) and passed to
+   ``vision/models/dice_centres.onnx``, a fully convolutional CenterNet-style net (Zhou et
+   al., "Objects as Points", 2019): a heat map of die centres and the log of the die's box
+   side, at stride 4. Local maxima above :data:`CENTRE_MIN` are candidates.
+2. **Faces and geometry.** Around each candidate a window of 1.25 box sides is resampled to
+   48x48, standardised, and classified by ``vision/models/dice_faces.onnx``: faces 1..6 or
+   "not one readable die", P(flat) and the die's centre offset and size in the window. The
+   die is cropped again at the corrected centre and seen in four 90-degree turns, which are
+   averaged (:data:`VIEWS`). Of two candidates within half a die the better read is kept; a
+   candidate much smaller than the other dice is read again at their size.
 3. **Refusal.** The classifier's value is returned when its probability is at least
-   :data:`FACE_MIN` (chosen on held-out train photos and renders so that wrong values are ~0).
-   Below that, the classical pip reader (:mod:`vision.reader`) reads a window around the die,
-   and its value is taken only if the classifier gives it at least :data:`FALLBACK_MIN_P`
-   (two methods agreeing); otherwise ``value=None`` with confidence <= 0.2. A peak the classifier calls "not a die" is dropped
-   unless the detector is sure of it (:data:`CENTRE_SURE`) and the classifier is not
-   (:data:`NOT_A_DIE_SURE`), in which case it is an unread die.
+   :data:`FACE_MIN` (chosen on held-out train photos so that no value there is wrong;
+   :data:`FACE_MIN_WEAK_PEAK` for a weak detector peak). Below that, the classical pip reader
+   (:mod:`vision.reader`) reads a window around the die, and its value is taken only if the
+   classifier gives it at least :data:`FALLBACK_MIN_P` (two methods agreeing); otherwise
+   ``value=None`` with confidence <= 0.2. A weak peak that nothing reads is dropped, and a
+   peak the classifier calls "not a die" is dropped unless the detector is sure of it
+   (:data:`CENTRE_SURE`) and the classifier is not (:data:`NOT_A_DIE_SURE`).
 
 Training: :mod:`vision.train` (``pip install -e .[train]``); data recipe and figures in
 ``vision/models/MODEL_CARD.md``.
@@ -41,21 +43,39 @@ CENTRES_ONNX = MODEL_DIR / "dice_centres.onnx"
 FACES_ONNX = MODEL_DIR / "dice_faces.onnx"
 
 #: Classifier input side (pixels) and the window it sees, in die box sides.
-CROP = 32
+CROP = 48
 WINDOW = 1.25
 STRIDE = 4
-#: Die box side (pixels) the detector sees best; it was trained on 7..34.
+#: Die box side (pixels) at which the detector is run; it was trained on 7..34.
 TARGET_BOX_PX = 18.0
-#: Long side (pixels) of the first detection pass when the die size is unknown.
+#: Long side (pixels) of the coarse pass that measures the dice when their size is unknown.
+COARSE_PX = 115
+#: Long side (pixels) of the first pass when the coarse pass finds no die.
 FIRST_PASS_PX = 288
+#: Largest scale (upsampling) and long side (pixels) of a detection pass.
+MAX_SCALE = 1.5
+MAX_PASS_PX = 1024
+#: Two detector peaks closer than this many die boxes are one candidate (the stronger);
+#: peaks further apart are both classified, and :func:`read_dice_learned` keeps, of two
+#: candidates within half a die, the one the classifier reads best.
+NMS_DETECTOR = 0.25
 #: Lowest centre-heat peak taken as a die candidate.
-CENTRE_MIN = 0.3
+CENTRE_MIN = 0.15
 #: Centre-heat peak above which a candidate the classifier rejects is still a die (unread)...
 CENTRE_SURE = 0.7
 #: ...unless the classifier is this sure it is no die (casino chips, prints, tray corners).
 NOT_A_DIE_SURE = 0.9
+#: A candidate whose box is below this share of the other dice's median is read again at
+#: their size (:func:`_reread_small`).
+SMALL_DIE_RATIO = 0.7
+#: A candidate whose detector peak is below CENTRE_READ (a die the detector barely sees,
+#: or a peak off the die's centre) needs a face probability of FACE_MIN_WEAK_PEAK.
+CENTRE_READ = 0.5
+FACE_MIN_WEAK_PEAK = 0.9
+#: 90-degree turns of each die the classifier sees (outputs averaged).
+VIEWS = 4
 #: Lowest face probability for which the classifier's value is returned on its own.
-FACE_MIN = 0.9
+FACE_MIN = 0.6
 #: Below FACE_MIN, the classical pip reader (:mod:`vision.reader`) is run on a window around
 #: the die; its value is taken only when the classifier gives that value at least this
 #: probability (two different methods agreeing), else the die is unread (None).
@@ -92,13 +112,17 @@ def standardise(crops: np.ndarray) -> np.ndarray:
 
 def crop_die(img: np.ndarray, cx: float, cy: float, size: float, angle_deg: float = 0.0) -> np.ndarray:
     """The classifier's view of a die: uint8 ``(CROP, CROP, 3)``, a window of
-    ``WINDOW * size`` pixels around ``(cx, cy)`` rotated by ``angle_deg``."""
+    ``WINDOW * size`` pixels around ``(cx, cy)`` rotated by ``angle_deg``, bilinear; when the
+    window is shrunk below 0.6x, blurred by sigma 0.35 / scale output pixels, as in training
+    (:mod:`vision.train.online`)."""
     sc = CROP / (WINDOW * size)
     m = cv2.getRotationMatrix2D((cx, cy), angle_deg, sc)
     m[0, 2] += CROP / 2 - cx
     m[1, 2] += CROP / 2 - cy
-    return cv2.warpAffine(img, m, (CROP, CROP), flags=cv2.INTER_AREA if sc < 0.7 else cv2.INTER_LINEAR,
-                          borderMode=cv2.BORDER_REFLECT101)
+    c = cv2.warpAffine(img, m, (CROP, CROP), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT101)
+    if sc < 0.6:
+        c = cv2.GaussianBlur(c, (0, 0), 0.35 / sc)
+    return c
 
 
 def _centres(img: np.ndarray, s: float) -> tuple[list[tuple[float, float, float, float]], float]:
@@ -132,38 +156,112 @@ def _centres(img: np.ndarray, s: float) -> tuple[list[tuple[float, float, float,
     found.sort(key=lambda t: -t[3])
     kept: list[tuple[float, float, float, float]] = []
     for f in found:
-        if all(np.hypot(f[0] - k[0], f[1] - k[1]) > 0.5 * min(f[2], k[2]) for k in kept):
+        if all(np.hypot(f[0] - k[0], f[1] - k[1]) > NMS_DETECTOR * min(f[2], k[2]) for k in kept):
             kept.append(f)
     return kept, (sx + sy) / 2
 
 
 def _find(img: np.ndarray, expected_side_px: float | None) -> list[tuple[float, float, float, float]]:
+    """Candidates ``[(x, y, box side, centre score)]`` in frame pixels, best first.
+
+    With ``expected_side_px`` (calibration), one pass at the scale that makes a die
+    :data:`TARGET_BOX_PX` across. Without it, a coarse pass (long side :data:`COARSE_PX`,
+    ~1/6 of the cost) measures the dice, then one pass at the scale they give; a pass
+    whose dice come out far from the target size is repeated once at the corrected scale.
+    Dice too big for a fixed first pass (close camera, small frame) are found whole this
+    way, not as their pips."""
     h, w = img.shape[:2]
     if expected_side_px:
         # A die's box is 1..1.41 sides (turned) plus a little perspective: ~1.2 sides.
         s = TARGET_BOX_PX / (1.2 * float(expected_side_px))
         return _centres(img, s)[0]
-    s0 = min(1.0, FIRST_PASS_PX / max(h, w))
-    found, s_eff = _centres(img, s0)
+    top = min(MAX_SCALE, MAX_PASS_PX / max(h, w))
+    sc = min(1.0, COARSE_PX / max(h, w))
+    coarse, sc_eff = _centres(img, sc)
+    if coarse:
+        s1 = min(top, sc * TARGET_BOX_PX / (float(np.median([f[2] for f in coarse])) * sc_eff))
+        if abs(np.log(s1 / sc)) <= 0.2:
+            return coarse
+    else:
+        s1 = min(1.0, FIRST_PASS_PX / max(h, w))
+    found, s_eff = _centres(img, s1)
     if found:
         m = float(np.median([f[2] for f in found])) * s_eff
-        if not 11.0 <= m <= 30.0:
-            s1 = s0 * TARGET_BOX_PX / m
-            s1 = min(s1, 1.5, 1024.0 / max(h, w))
-            if abs(np.log(s1 / s0)) > 0.2:
-                found = _centres(img, s1)[0]
+        s2 = min(top, s1 * TARGET_BOX_PX / m)
+        if not 0.65 * TARGET_BOX_PX <= m <= 1.6 * TARGET_BOX_PX and abs(np.log(s2 / s1)) > 0.2:
+            found = _centres(img, s2)[0]
     return found
 
 
-def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]) -> np.ndarray:
-    """Per candidate, ``(8,)`` float: 7 class probabilities then P(flat), averaged over the
-    crop's four 90-degree turns."""
-    crops = np.stack([crop_die(img, x, y, size) for x, y, size, _ in found])
-    views = np.concatenate([np.rot90(crops, k, axes=(1, 2)) for k in range(4)])
+def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]
+              ) -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
+    """Classify every candidate; returns ``(probs, refined)``: per candidate ``(8,)`` float
+    (7 class probabilities then P(flat)) and the candidate with its centre and box side
+    corrected by the classifier's geometry outputs.
+
+    A first upright view per die gives the geometry; the die is then cropped again around
+    the corrected centre and size and seen in :data:`VIEWS` 90-degree turns, whose outputs
+    are averaged (a single view misreads some dice it is sure of: drawn 3s and 5s on a light
+    table came back as 2s and 4s at p > 0.9, the averaged views read them right)."""
     _, face = _nets()
+    crops = np.stack([crop_die(img, x, y, size) for x, y, size, _ in found])
+    face.setInput(standardise(crops))
+    raw = face.forward().reshape(len(found), -1)
+    if raw.shape[1] < 11:   # a classifier without geometry outputs
+        return raw[:, :8].copy(), list(found)
+    refined = []
+    for i, (x, y, size, sc) in enumerate(found):
+        ox, oy, ls = (float(v) for v in raw[i, 8:11])
+        refined.append((x + float(np.clip(ox, -0.3, 0.3)) * WINDOW * size,
+                        y + float(np.clip(oy, -0.3, 0.3)) * WINDOW * size,
+                        size * float(np.exp(np.clip(ls, -0.5, 0.5))), sc))
+    sub = np.stack([crop_die(img, *r[:3]) for r in refined])
+    views = np.concatenate([np.rot90(sub, k, axes=(1, 2)) for k in range(VIEWS)])
     face.setInput(standardise(np.ascontiguousarray(views)))
-    out = face.forward().reshape(4, len(found), -1)
-    return out.mean(axis=0)
+    res = face.forward().reshape(VIEWS, len(found), -1)
+    # The views' centre offsets, turned back to the upright crop (np.rot90 maps an offset
+    # (x, y) to (y, -x)), averaged: a second, finer correction of the centre.
+    off = np.empty((VIEWS, len(found), 2), np.float32)
+    for k in range(VIEWS):
+        ox, oy = res[k, :, 8], res[k, :, 9]
+        for _ in range(k):
+            ox, oy = -oy, ox
+        off[k, :, 0], off[k, :, 1] = ox, oy
+    off = np.clip(off.mean(axis=0), -0.15, 0.15)
+    ls = np.clip(res[:, :, 10].mean(axis=0), -0.3, 0.3)
+    refined = [(x + float(off[i, 0]) * WINDOW * size, y + float(off[i, 1]) * WINDOW * size,
+                size * float(np.exp(ls[i])), sc) for i, (x, y, size, sc) in enumerate(refined)]
+    return res[:, :, :8].mean(axis=0), refined
+
+
+def _reread_small(img: np.ndarray, probs: np.ndarray, found: list[tuple[float, float, float, float]]
+                  ) -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
+    """Read again, at the frame's typical die size, every candidate much smaller than the
+    other dice (box < :data:`SMALL_DIE_RATIO` x the median of the others, at least two
+    others read), twice (the second time where the first moved the window): a window on one big pip of a die looks like the 1 of a small die. The
+    re-read replaces the first when it is sure (>= :data:`FACE_MIN`); when it is unsure, the
+    candidate's face probabilities are cut to the re-read's (so it comes back unread)."""
+    read = [i for i, p in enumerate(probs) if int(np.argmax(p[:7])) != NOT_A_FACE]
+    if len(read) < 3:
+        return probs, found
+    sizes = np.array([found[i][2] for i in read])
+    redo = []
+    for k, i in enumerate(read):
+        others = np.delete(sizes, k)
+        med = float(np.median(others))
+        if found[i][2] < SMALL_DIE_RATIO * med:
+            redo.append((i, med))
+    if not redo:
+        return probs, found
+    p2, f2 = _classify(img, [(found[i][0], found[i][1], med, found[i][3]) for i, med in redo])
+    p2, f2 = _classify(img, f2)   # the geometry moves the window onto the die; read it there
+    probs, found = probs.copy(), list(found)
+    for (i, _), p, f in zip(redo, p2, f2):
+        if float(np.max(p[:6])) >= FACE_MIN:
+            probs[i], found[i] = p, f
+        else:
+            probs[i][:6] = np.minimum(probs[i][:6], p[:6])
+    return probs, found
 
 
 def _classical_value(img: np.ndarray, x: float, y: float, size: float) -> tuple[int | None, float, bool | None]:
@@ -218,7 +316,25 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
     found = _find(img, expected_side_px)
     if not found:
         return []
-    probs = _classify(img, found)
+    if expected_side_px:
+        # Calibrated: every die has the same size, so the classifier's window is the die's
+        # (a window sized on a big pip by a peak there would show the pip as the 1 of a
+        # small die); the geometry outputs then centre it on the die.
+        box = 1.2 * float(expected_side_px)
+        found = [(x, y, box, sc) for x, y, _, sc in found]
+    probs, found = _classify(img, found)
+    probs, found = _reread_small(img, probs, found)
+    # Second suppression, after the classifier: of two candidates closer than half a die,
+    # keep the one the classifier reads best (a peak on a big pip of a 2 can outscore the
+    # die's centre at the detector, but not at the classifier).
+    order = sorted(range(len(found)), key=lambda i: -float(np.max(probs[i][:6])))
+    keep: list[int] = []
+    for i in order:
+        xi, yi, si, _ = found[i]
+        if all(np.hypot(xi - found[k][0], yi - found[k][1]) > 0.5 * max(si, found[k][2]) for k in keep):
+            keep.append(i)
+    keep.sort()
+    found, probs = [found[i] for i in keep], probs[keep]
     out = []
     for (x, y, size, score), p in zip(found, probs):
         cls = int(np.argmax(p[:7]))
@@ -227,7 +343,7 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
             if score < CENTRE_SURE or pc >= NOT_A_DIE_SURE:
                 continue
             value, conf = None, min(0.2, 1.0 - pc)
-        elif pc >= FACE_MIN:
+        elif pc >= (FACE_MIN if score >= CENTRE_READ else FACE_MIN_WEAK_PEAK):
             value, conf = cls + 1, pc
         else:
             value, conf = None, min(0.2, pc * 0.2)
@@ -235,6 +351,8 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
                 vc, cc, _ = _classical_value(img, x, y, size)
                 if vc is not None and p[vc - 1] >= FALLBACK_MIN_P:
                     value, conf = vc, min(cc, 0.5 + 0.5 * float(p[vc - 1]))
+            if value is None and score < CENTRE_READ:
+                continue   # a weak peak that neither reader can read: a print, a chip's edge
         half = size / 2
         bbox = (max(0, int(np.floor(x - half))), max(0, int(np.floor(y - half))),
                 min(w, int(np.ceil(x + half))), min(h, int(np.ceil(y + half))))

@@ -170,19 +170,21 @@ READER_ENV = "CRAPS_VISION"
 
 def read_dice(image: np.ndarray, *, expected_side_px: float | None = None,
               method: str | None = None) -> list[DieReading]:
-    """Find every die in a frame and read its upper face: the classical reader
-    (:func:`read_dice_classical`) unless ``method="learned"`` or, with no ``method``, the
-    environment variable ``CRAPS_VISION=learned`` selects the learned one
-    (:func:`vision.learned.read_dice_learned`, which asks :func:`read_dice_classical` about the
-    dice it is unsure of).
+    """Find every die in a frame and read its upper face: the learned reader
+    (:func:`vision.learned.read_dice_learned`, two small CNNs run by ``cv2.dnn``, which asks
+    :func:`read_dice_classical` about the dice it is unsure of) unless ``method="classical"``
+    or, with no ``method``, the environment variable ``CRAPS_VISION=classical`` selects the
+    classical pip reader. When the learned weights are missing from ``vision/models`` the
+    default falls back to the classical reader.
 
     Args and returns as :func:`read_dice_classical`; ``method``: ``"classical"``,
-    ``"learned"`` or ``None`` (the environment's choice, else classical).
+    ``"learned"`` or ``None`` (the environment's choice, else learned).
 
     Raises:
         camera.base.FrameError: the image is not a usable uint8 frame.
         ValueError: ``CRAPS_VISION`` is set to something else than ``classical`` or ``learned``.
-        FileNotFoundError: ``learned`` is chosen and its weights are not in vision/models.
+        FileNotFoundError: ``learned`` is chosen explicitly and its weights are not in
+            vision/models.
     """
     import os
 
@@ -196,7 +198,7 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None,
         choice = os.environ.get(READER_ENV, "").strip().lower()
         if choice not in ("", "classical", "learned"):
             raise ValueError(f"{READER_ENV}={choice!r}: expected 'classical' or 'learned'")
-    if choice == "learned":
+    if choice == "learned" or (choice == "" and learned.models_present()):
         return learned.read_dice_learned(image, expected_side_px=expected_side_px)
     return read_dice_classical(image, expected_side_px=expected_side_px)
 
