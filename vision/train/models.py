@@ -55,44 +55,23 @@ class CentreNet(nn.Module):
 
 
 class FaceNet(nn.Module):
-    def __init__(self) -> None:
+    """Face classifier: 5 conv layers of ``widths`` channels (pooled after the 1st, 2nd and
+    4th), global average pool, linear to ``n_out``. Output: softmax over the 7 classes,
+    P(flat), then any further outputs raw. The first build: 32x32 crops, ``(N, 8)``."""
+
+    def __init__(self, widths: tuple[int, int, int, int, int] = (16, 32, 48, 48, 64), n_out: int = 8,
+                 dropout: float = 0.1) -> None:
         super().__init__()
+        a, b, c, d, e = widths
         self.f = nn.Sequential(
-            _cbr(3, 16), nn.MaxPool2d(2),          # 16
-            _cbr(16, 32), nn.MaxPool2d(2),         # 8
-            _cbr(32, 48), _cbr(48, 48), nn.MaxPool2d(2),   # 4
-            _cbr(48, 64),
+            _cbr(3, a), nn.MaxPool2d(2),
+            _cbr(a, b), nn.MaxPool2d(2),
+            _cbr(b, c), _cbr(c, d), nn.MaxPool2d(2),
+            _cbr(d, e),
             nn.AdaptiveAvgPool2d(1), nn.Flatten(),
         )
-        self.drop = nn.Dropout(0.1)
-        self.fc = nn.Linear(64, 8)
-
-    def logits(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(self.drop(self.f(x)))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        o = self.logits(x)
-        return torch.cat([torch.softmax(o[:, :7], dim=1), torch.sigmoid(o[:, 7:])], dim=1)
-
-
-class FaceNet2(nn.Module):
-    """The face classifier at 48x48: ``(N, 3, 48, 48)`` standardised crops -> ``(N, 11)``:
-    softmax over the 7 classes, P(flat), then the die's centre offset from the crop centre
-    (x, y, in crop sides) and the log of the die's box side over the window's side / 1.25
-    (0 when the window is 1.25 boxes). ~14 M multiply-adds per crop, so that the pips of dark
-    or marbled dice keep 3-5 pixels."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.f = nn.Sequential(
-            _cbr(3, 16), nn.MaxPool2d(2),          # 24
-            _cbr(16, 32), nn.MaxPool2d(2),         # 12
-            _cbr(32, 64), _cbr(64, 64), nn.MaxPool2d(2),   # 6
-            _cbr(64, 96),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-        )
-        self.drop = nn.Dropout(0.15)
-        self.fc = nn.Linear(96, 11)
+        self.drop = nn.Dropout(dropout)
+        self.fc = nn.Linear(e, n_out)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(self.drop(self.f(x)))
@@ -100,3 +79,14 @@ class FaceNet2(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         o = self.logits(x)
         return torch.cat([torch.softmax(o[:, :7], dim=1), torch.sigmoid(o[:, 7:8]), o[:, 8:]], dim=1)
+
+
+class FaceNet2(FaceNet):
+    """The face classifier at 48x48: ``(N, 3, 48, 48)`` standardised crops -> ``(N, 11)``:
+    softmax over the 7 classes, P(flat), then the die's centre offset from the crop centre
+    (x, y, in crop sides) and the log of the die's box side over the window's side / 1.25
+    (0 when the window is 1.25 boxes). ~14 M multiply-adds per crop, so that the pips of dark
+    or marbled dice keep 3-5 pixels."""
+
+    def __init__(self) -> None:
+        super().__init__((16, 32, 64, 64, 96), n_out=11, dropout=0.15)
