@@ -207,8 +207,6 @@ def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]
     crops = np.stack([crop_die(img, x, y, size) for x, y, size, _ in found])
     face.setInput(standardise(crops))
     raw = face.forward().reshape(len(found), -1)
-    if raw.shape[1] < 11:   # a classifier without geometry outputs
-        return raw[:, :8].copy(), list(found)
     refined = []
     for i, (x, y, size, sc) in enumerate(found):
         ox, oy, ls = (float(v) for v in raw[i, 8:11])

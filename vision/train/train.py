@@ -6,7 +6,8 @@ Usage (with the train extra installed, ``pip install -e .[train]``)::
     python -m vision.train.train data  --sim /tmp/vml/sim --cache /tmp/vml/cache
     python -m vision.train.train det   --cache /tmp/vml/cache --minutes 9
     python -m vision.train.train face  --cache /tmp/vml/cache --minutes 9
-    python -m vision.train.train export --cache /tmp/vml/cache --out vision/models/dice.onnx
+    python -m vision.train.train export --cache /tmp/vml/cache --out vision/models/dice.onnx   # detector only
+    python -m vision.train.online --export                                  # face classifier
 
 ``det`` and ``face`` may run at once (one CPU thread each). The cache holds the built arrays
 (``det.npz``, ``face.npz``) and the trained state dicts; nothing is written in the repo
@@ -167,23 +168,18 @@ def train_face(cache: Path, minutes: float, seed: int = 0, resume: bool = False,
 
 
 def export(cache: Path, out: Path) -> None:
+    """Write the centre detector to ``<out stem>_centres.onnx``. The shipped face classifier
+    (48x48, with geometry outputs) comes from :mod:`vision.train.online` ``--export``; the
+    32x32 ``FaceNet`` trained by ``face`` here is the first build's and is not exported."""
     out.parent.mkdir(parents=True, exist_ok=True)
     det = CentreNet()
     det.load_state_dict(torch.load(cache / "det.pt"))
     det.eval()
-    face = FaceNet()
-    face.load_state_dict(torch.load(cache / "face.pt"))
-    face.eval()
     det_path = out.with_name(out.stem + "_centres.onnx")
-    face_path = out.with_name(out.stem + "_faces.onnx")
     torch.onnx.export(det, torch.zeros(1, 3, 320, 320), str(det_path), input_names=["image"],
                       output_names=["centres"], opset_version=13, dynamo=False,
                       dynamic_axes={"image": {0: "n", 2: "h", 3: "w"}, "centres": {0: "n", 2: "h4", 3: "w4"}})
-    torch.onnx.export(face, torch.zeros(1, 3, D.CROP, D.CROP), str(face_path), input_names=["crop"],
-                      output_names=["faces"], opset_version=13, dynamo=False,
-                      dynamic_axes={"crop": {0: "n"}, "faces": {0: "n"}})
-    for p in (det_path, face_path):
-        print(p, p.stat().st_size, "bytes")
+    print(det_path, det_path.stat().st_size, "bytes")
 
 
 def main() -> None:
