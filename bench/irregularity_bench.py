@@ -11,6 +11,11 @@ from what a camera gives:
 * ``--mode truth``: an ideal reader (values, centres, flatness from the ground truth) and the
   physics centres as the track: this measures the detectors and the policy alone.
 
+``--wall-sensor``: the rig has a far-wall strike sensor; the physics' far-wall contacts are its
+strikes (times only; a sensor cannot tell the dice apart). In camera
+mode a die the reader did not find where the track saw one come to rest is read there
+(``vision.reader.read_die_at``).
+
 Targets (issue 5): per scenario >= 99 % right over 200 seeded throws; over 3,000 natural throws
 no valid roll with a wrong value, and <= 0.5 % to the boxperson.
 
@@ -24,6 +29,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 import time
@@ -63,6 +69,7 @@ class Throw:
     track: list[list[tuple[float, float, float]]]
     poses: list[list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
+    wall_hits: list[tuple[float, int]] = field(default_factory=list)
 
 
 def simulate(scenario: str, seed: int, sims: dict, fps: float = 60.0, keep_poses: bool = False) -> Throw:
@@ -87,7 +94,7 @@ def simulate(scenario: str, seed: int, sims: dict, fps: float = 60.0, keep_poses
             times.append(sim.t)
         if not sim.moving():
             break
-    return Throw(scenario, seed, plan, sim.die_states(), sim.moving(), track, poses, times)
+    return Throw(scenario, seed, plan, sim.die_states(), sim.moving(), track, poses, times, list(sim.wall_hits))
 
 
 def truth_reasons(states: list[DieState], moving: bool) -> list[Reason]:
@@ -136,9 +143,11 @@ def expected_verdict(states: list[DieState], moving: bool, profile: Irregularity
 
 
 def calibration_for(renderer: Renderer, geometry) -> Calibration:
-    """What a calibrated table gives the controller: homography, zones, camera height."""
+    """What a calibrated table gives the controller: homography, zones, camera height and the
+    felt point below the camera (the centre of parallax)."""
     return Calibration.from_homography(renderer.cam.homography, geometry.zones(),
-                                       camera_height_mm=renderer.c.height_mm)
+                                       camera_height_mm=renderer.c.height_mm,
+                                       camera_nadir_mm=tuple(renderer.cam.centre_mm))
 
 
 def tolerances_for(geometry) -> Tolerances:
@@ -180,8 +189,10 @@ def render(throw: Throw, renderer: Renderer, index: int) -> np.ndarray:
 class Bench:
     """Runs throws and tallies verdicts per scenario."""
 
-    def __init__(self, profile: IrregularityProfile, mode: str, fps: float = 60.0) -> None:
+    def __init__(self, profile: IrregularityProfile, mode: str, fps: float = 60.0,
+                 wall_sensor: bool = False) -> None:
         self.profile, self.mode, self.fps = profile, mode, fps
+        self.wall_sensor = wall_sensor
         self.sims: dict = {}
         self.renderers: dict = {}
 
@@ -201,7 +212,7 @@ class Bench:
         ren = self.renderer(g)
         cal = calibration_for(ren, g)
         if camera:
-            from vision.reader import read_dice
+            from vision.reader import read_dice, read_die_at
 
             side = cal.die_side_px((g.length / 2, g.width / 2))
             tracker = ThrowTracker(cal, die_side_px=side)
@@ -209,10 +220,13 @@ class Bench:
             for k in range(len(th.poses) - 1):
                 tracker.add(th.times[k], render(th, ren, k))
             track = tracker.tracks()
-            readings = read_dice(render(th, ren, -1), expected_side_px=side)
+            at_rest = render(th, ren, -1)
+            readings = read_dice(at_rest, expected_side_px=side)
+            reread = functools.partial(read_die_at, at_rest)
         else:
             track = th.track
             readings = truth_readings(th.states, ren, cal)
+            reread = None
         # each die at rest on the felt: the reading nearest its upper face's centre (value, confidence)
         reads = []
         for st in th.states:
@@ -224,7 +238,8 @@ class Bench:
                 reads.append((st.value, None, 0.0))
             else:
                 reads.append((st.value, near.value, float(near.confidence)))
-        return {"throw": th, "calibration": cal, "readings": readings, "track": track, "reads": reads}
+        return {"throw": th, "calibration": cal, "readings": readings, "track": track, "reads": reads,
+                "reread": reread}
 
     def decide(self, seen: dict, profile: IrregularityProfile | None = None) -> dict:
         """Decide an observed throw under ``profile`` (default the bench's) and compare."""
@@ -234,7 +249,10 @@ class Bench:
         expected = expected_verdict(th.states, th.moving, profile)
         verdict, observed = judge(seen["readings"], calibration=seen["calibration"], profile=profile,
                                   objects=objects_for(g), track=seen["track"], timed_out=th.moving,
-                                  wall_height_mm=g.wall_height, tolerances=tolerances_for(g))
+                                  wall_height_mm=g.wall_height, tolerances=tolerances_for(g),
+                                  reread=seen.get("reread"),
+                                  wall_strikes=[t for t, _ in th.wall_hits] if self.wall_sensor else None,
+                                  window=(0.0, th.times[-1] if th.times else 1e9))
         got = (verdict.kind, verdict.reason, None if verdict.dice is None else tuple(sorted(verdict.dice)))
         right = got[0] == expected[0] and got[2] == expected[2]
         wrong_value = got[0] == "roll" and (expected[0] != "roll" or got[2] != expected[2])
@@ -257,11 +275,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--natural", type=int, default=3000, help="natural throws")
     ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS[1:]))
     ap.add_argument("--fps", type=float, default=60.0)
+    ap.add_argument("--wall-sensor", action="store_true",
+                    help="the rig has a far-wall strike sensor: the physics' wall contacts are its strikes "
+                         "(times only)")
     ap.add_argument("--budget-s", type=float, default=0.0, help="stop after this many seconds (0: no limit)")
     ap.add_argument("--show-wrong", type=int, default=5, help="print up to N wrong verdicts per scenario")
     args = ap.parse_args(argv)
     profile = load_profile(args.profile)
-    bench = Bench(profile, args.mode, args.fps)
+    bench = Bench(profile, args.mode, args.fps, wall_sensor=args.wall_sensor)
     t_start = time.perf_counter()
     plan = [(s, args.throws) for s in args.scenarios] + [("natural", args.natural)]
     rows: dict[str, list[dict]] = {}
@@ -283,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
                 stopped = True
                 break
     elapsed = time.perf_counter() - t_start
-    print(f"irregularity bench: profile {profile.name}, mode {args.mode}, {elapsed:.0f} s"
+    print(f"irregularity bench: profile {profile.name}, mode {args.mode}"
+          f"{', far-wall sensor' if args.wall_sensor else ''}, {elapsed:.0f} s"
           + (" (stopped by --budget-s: counts below are what was run)" if stopped else ""))
     print(f"{'scenario':20s} {'throws':>6s} {'right':>6s} {'right %':>8s} {'no-roll':>7s} {'boxp':>5s} "
           f"{'roll':>5s} {'wrong value':>11s} {'reason ok':>9s}  expected kinds")

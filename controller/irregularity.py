@@ -19,15 +19,19 @@ What is detected, and from what (9 NYCRR 5324.52):
   region of more than ``merged_area_ratio`` x the die's area (the lower die mostly hidden: a
   hidden die with no value is added so that the verdict sees two dice);
 * a die the motion track saw come to rest inside the table but the reader did not find (dice
-  touching, read as one) did not leave the table: a hidden die with no value is added, so the
-  face is in dispute (boxperson) instead of a wrong "die off table";
+  touching, read as one; a die beside a chip the detector missed) did not leave the table: with
+  ``reread`` (``vision.reader.read_die_at`` on the frame at rest) the die is read where the
+  track ended; if that reads no value, a hidden die with no value is added, so the face is in
+  dispute (boxperson) instead of a wrong "die off table";
 * a die at rest in the chip bank (k)(2)(iii), in the dice cup or on a rail (k)(2)(iv): the zone
   of its centre in table mm; on the rail the die's top is ``wall_height`` above the felt, so its
   centre is corrected for parallax with the height estimated from its apparent size (camera
   height from calibration);
 * a die failing to strike the far end, (k)(2)(ii) and (g): each die's motion track (centres in
-  table mm) must enter the ``far_wall_band`` zone; a wall-strike sensor's timestamps count too
-  (none: missed; two or more: struck; one: the track decides);
+  table mm, shifted by its offset from the dice read at rest) must enter the ``far_wall_band``
+  zone (within ``far_wall_reach_mm`` of the wall when set), or be seen up to two sides past the
+  wall's line; a wall-strike sensor's timestamps count too (none: missed; two or more: struck;
+  one: the track decides);
 * a cocked die, (h)(1)(i): for a die the reader marks not flat, the objects it touches (chip
   stacks under or beside it, the rails, the chip bank) give the sides resting on objects. More
   than one side: void (``sides_resting`` > 1). Its bottom on a chip stack: the face opposite it
@@ -47,7 +51,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -243,9 +247,12 @@ def _wall_edge(band: np.ndarray, playing: np.ndarray | None) -> tuple[np.ndarray
 
 
 def _far_wall_from_track(track, band: np.ndarray | None, n_dice: int, playing: np.ndarray | None = None,
-                         reach_mm: float | None = None) -> bool | None:
+                         reach_mm: float | None = None, beyond_mm: float = 0.0) -> bool | None:
     """Each die's track must enter the far-wall band (and, with ``reach_mm``, come within
-    ``reach_mm`` of the wall itself). ``None`` when the track cannot tell."""
+    ``reach_mm`` of the wall itself) or be seen up to ``beyond_mm`` beyond the wall's line,
+    within its length (a bounce's turning point a little past the wall, or a die just above
+    it; further out is no place a die can be seen and come back from). ``None`` when the
+    track cannot tell."""
     if track is None or band is None:
         return None
     from camera.calibration import point_in_polygon  # the even-odd test used for the zones
@@ -253,12 +260,24 @@ def _far_wall_from_track(track, band: np.ndarray | None, n_dice: int, playing: n
     tracks = [list(t) for t in track if len(t) > 0]
     if len(tracks) < max(1, n_dice):
         return None
-    wall = _wall_edge(band, playing) if reach_mm is not None else None
+    wall_a, wall_b = (np.asarray(e, dtype=np.float64) for e in _wall_edge(band, playing))
+    along = wall_b - wall_a
+    length = float(np.hypot(*along))
+    along = along / length
+    centre = (playing if playing is not None else band).mean(axis=0)
+    inward = np.array([-along[1], along[0]])
+    if float((centre - wall_a) @ inward) < 0:
+        inward = -inward
 
     def strikes(x: float, y: float) -> bool:
+        rel = np.array([x, y]) - wall_a
+        inside_wall = 0.0 <= float(rel @ along) <= length
+        depth = float(rel @ inward)   # mm from the wall's line towards the table, < 0 beyond it
+        if depth < 0:
+            return inside_wall and depth >= -beyond_mm
         if not point_in_polygon(band, (x, y)):
             return False
-        return wall is None or _dist_to_boundary(np.asarray(wall), (x, y)) <= reach_mm
+        return reach_mm is None or depth <= reach_mm
 
     reached = [any(strikes(float(x), float(y)) for x, y in _track_points(t)) for t in tracks]
     return all(reached)
@@ -292,9 +311,10 @@ def _settled_on_table(track, geo: "_Geometry", tol: "Tolerances") -> list[tuple[
     """End points (mm) of the tracks whose die came to rest inside the playing area.
 
     A track "settled" when its last three points, at the end of the throw (within 0.25 s of
-    the last point of any track), moved less than half a die side, and its last point lies at
-    least one side inside the playing area. A die flying off the table leaves the view fast and
-    does not settle.
+    the last point of any track), moved less than half a die side, and its last point lies
+    inside the playing area, at least a quarter side from its edge (a die against a wall has
+    its centre half a side from it). A die flying off the table leaves the view fast and does
+    not settle.
     """
     if not track:
         return []
@@ -312,9 +332,28 @@ def _settled_on_table(track, geo: "_Geometry", tol: "Tolerances") -> list[tuple[
         (_, x0, y0), (_, x2, y2) = t[-3], t[-1]
         if t_end - t[-1][0] > 0.25 or math.hypot(x2 - x0, y2 - y0) > 0.5 * geo.size:
             continue
-        if point_in_polygon(playing, (x2, y2)) and _dist_to_boundary(playing, (x2, y2)) >= geo.size:
+        if point_in_polygon(playing, (x2, y2)) and _dist_to_boundary(playing, (x2, y2)) >= 0.25 * geo.size:
             out.append((float(x2), float(y2)))
     return out
+
+
+def _track_bias(track, read_at: Sequence[tuple[float, float]], size: float) -> tuple[float, float] | None:
+    """The track's offset (mm) from where the reader put the dice at rest: the mean of
+    (track end - die read) over the dice whose track ended within half a side of one read.
+    A track point is the centroid of everything that differs from the empty table (the die's
+    sides, its shadow), which the light pulls a millimetre or two off the die's centre; the
+    reader's centre is the upper face's. ``None`` without such a pair."""
+    pairs = []
+    for tr in track:
+        if not tr:
+            continue
+        end = (float(tr[-1][1]), float(tr[-1][2]))
+        near = min(read_at, key=lambda q: math.hypot(q[0] - end[0], q[1] - end[1]), default=None)
+        if near is not None and math.hypot(near[0] - end[0], near[1] - end[1]) < 0.5 * size:
+            pairs.append((end[0] - near[0], end[1] - near[1]))
+    if not pairs:
+        return None
+    return float(np.mean([p[0] for p in pairs])), float(np.mean([p[1] for p in pairs]))
 
 
 def _far_wall_from_sensor(strikes: Sequence[float] | None, window: tuple[float, float] | None,
@@ -346,7 +385,9 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                   min_presence: float = 0.3,
                   camera_nadir_mm: tuple[float, float] | None = None,
                   wall_height_mm: float = 200.0,
-                  tolerances: Tolerances = Tolerances()) -> ObservedThrow:
+                  tolerances: Tolerances = Tolerances(),
+                  reread: Callable[[tuple[float, float], float], DieReading | None] | None = None
+                  ) -> ObservedThrow:
     """Turn the dice seen at rest into verdict observations (see the module docstring).
 
     Args:
@@ -368,6 +409,11 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             "playing" zone, as for a camera over the middle of the table).
         wall_height_mm: height of the rail tops above the felt, mm.
         tolerances: thresholds (:class:`Tolerances`).
+        reread: ``(centre_px, side_px) -> DieReading | None``, the reader asked about one
+            place of the frame at rest (``vision.reader.read_die_at`` bound to the frame).
+            Where the track saw a die come to rest that the reader did not find, the die is
+            read there; without ``reread``, or when it reads no value, that die's face is in
+            dispute ((h)(1)(ii)).
 
     Returns:
         :class:`ObservedThrow`.
@@ -428,16 +474,29 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
 
     # --- a die the track saw settle on the table but the reader did not find --------------------
     settled = _settled_on_table(track, geo, tol) if geo is not None else []
-    if len(settled) > len(dice):
+    if settled and len(dice) < 2:
         seen_at = [p for p in positions if p is not None]
 
         def clearance(q: tuple[float, float]) -> float:
             return min((math.hypot(q[0] - a[0], q[1] - a[1]) for a in seen_at), default=math.inf)
 
-        # the track ends farthest from the dice that were read are the ones not read
-        for x, y in sorted(settled, key=clearance, reverse=True)[: len(settled) - len(dice)]:
+        # more dice settled than were read, or a die settled with no die read within two sides
+        # of it: dice not read, the track ends farthest from the dice read first; at most as
+        # many as the two dice less those read
+        far = sum(clearance(q) > 2.0 * geo.size for q in settled)
+        missing = min(2 - len(dice), max(len(settled) - len(dice), far))
+        for x, y in sorted(settled, key=clearance, reverse=True)[:missing]:
             c = geo.cal.to_px([[x, y]])[0]
             s_px = geo.expected_side_px((x, y)) or 10.0
+            found = reread((float(c[0]), float(c[1])), s_px) if reread is not None else None
+            if found is not None and found.value is not None and all(
+                    math.hypot(found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]) > s_px for r in dice):
+                dice.append(replace(found, extra={**found.extra, "from": "track-reread"}))
+                positions.append((x, y))
+                zones.append(ZONE_PLAYING)
+                notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm that the reader did not find; "
+                             f"read there: {found.value} (p {found.confidence:.2f})")
+                continue
             box = (int(c[0] - s_px / 2), int(c[1] - s_px / 2), int(c[0] + s_px / 2), int(c[1] + s_px / 2))
             dice.append(DieReading(value=None, bbox=box, centre=(float(c[0]), float(c[1])), confidence=0.0,
                                    flat=True, side_px=0.0, extra={"hidden": True, "from": "track"}))
@@ -540,8 +599,14 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         # wall is judged on the dice whose tracks came to rest on the table
         far_track = [t for t in track if t and _settled_on_table([t], geo, tol)]
         need = max(1, len(readings_seen))
+    if far_track is not None and geo is not None:
+        bias = _track_bias(far_track, [p for p, d in zip(positions, dice) if p is not None and not d.extra.get("from")],
+                           geo.size)
+        if bias is not None:
+            far_track = [[(t, x - bias[0], y - bias[1]) for t, x, y in tr] for tr in far_track]
+            notes.append(f"track corrected by ({-bias[0]:.1f}, {-bias[1]:.1f}) mm, its offset from the dice read at rest")
     by_track = _far_wall_from_track(far_track, band, need, geo.zones.get("playing") if geo is not None else None,
-                                    tol.far_wall_reach_mm)
+                                    tol.far_wall_reach_mm, 2.0 * geo.size if geo is not None else 0.0)
     by_sensor = _far_wall_from_sensor(wall_strikes, window, tol.strike_gap_s)
     if by_sensor is False:
         struck = False

@@ -543,6 +543,9 @@ def _source_calibration(source: object):
     height = getattr(source, "camera_height_mm", None)
     if height:
         kw["camera_height_mm"] = float(height)
+    nadir = getattr(source, "camera_nadir_mm", None)
+    if nadir is not None:
+        kw["camera_nadir_mm"] = (float(nadir[0]), float(nadir[1]))
     return Calibration.from_homography(hom, zones, **kw)
 
 
@@ -606,6 +609,7 @@ def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object,
     from controller.boxperson import CallRegistry, CommandServer
     from controller.irregularity import Tolerances
     from controller.throw_observer import ThrowObserver
+    from vision.reader import read_die_at
 
     if cfg.rules.calibration is not None:
         from camera.calibration import load_calibration
@@ -621,7 +625,8 @@ def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object,
                              objects=_source_objects(source),
                              wall_sensor=cfg.rules.wall_sensor, track=cfg.rules.track,
                              min_presence=cfg.vision.min_presence,
-                             tolerances=Tolerances(far_wall_reach_mm=cfg.rules.far_wall_reach_mm))
+                             tolerances=Tolerances(far_wall_reach_mm=cfg.rules.far_wall_reach_mm),
+                             reread=functools.partial(read_die_at, method=cfg.vision.reader))
     hook = AreaZones(observer, area) if calibration is None and area else observer
     closers = []
     if cfg.boxperson.endpoint:

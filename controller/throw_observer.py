@@ -26,6 +26,7 @@ keeps state.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Sequence
 
@@ -54,12 +55,17 @@ class ThrowObserver:
             one, ``wall_strike`` calls are still recorded but ignored).
         min_presence: see ``controller.irregularity.observe_throw``.
         tolerances: detector thresholds.
+        reread: ``(image, centre_px, side_px) -> DieReading | None``: the reader asked about
+            one place of the frame at rest (``vision.reader.read_die_at``), for a die the
+            track saw come to rest that the reader did not find (``None``: such a die's face is
+            in dispute).
     """
 
     def __init__(self, profile: IrregularityProfile | None = None, *, calibration=None,
                  objects: Sequence[TableObject] = (), registry: CallRegistry | None = None,
                  track: bool = True, wall_sensor: bool = False, min_presence: float = 0.3,
-                 tolerances: Tolerances = Tolerances()) -> None:
+                 tolerances: Tolerances = Tolerances(), reread=None) -> None:
+        self.reread = reread
         self.profile = profile or load_profile("ny-5324")
         self.calibration = calibration
         self.objects = tuple(objects)
@@ -126,8 +132,10 @@ class ThrowObserver:
         with self._lock:
             self._strikes.append(float(t))
 
-    def observe(self, readings: Sequence[DieReading], t: float, *, timed_out: bool = False) -> ObservedThrow:
-        """The observations of the throw now at rest (or timed out) at time ``t``."""
+    def observe(self, readings: Sequence[DieReading], t: float, *, timed_out: bool = False,
+                image: np.ndarray | None = None) -> ObservedThrow:
+        """The observations of the throw now at rest (or timed out) at time ``t``; ``image``
+        (the frame at rest) lets :attr:`reread` read a die the track saw but the reader missed."""
         window = None if self._t0 is None else (self._t0 - 0.5, float(t))
         log_ = getattr(self, "_strike_log", None)
         with self._lock:
@@ -135,10 +143,13 @@ class ThrowObserver:
         if self.wall_sensor and log_ is not None:
             strikes = log_.strikes_between(*window) if window is not None else log_.times()
         track = self.tracker.tracks() if self._tracking and self.tracker is not None else None
+        reread = None
+        if self.reread is not None and image is not None:
+            reread = functools.partial(self.reread, image)
         observed = observe_throw(readings, calibration=self.calibration, profile=self.profile,
                                  objects=self.objects, track=track, wall_strikes=strikes, window=window,
                                  timed_out=timed_out, min_presence=self.min_presence,
-                                 tolerances=self.tolerances)
+                                 tolerances=self.tolerances, reread=reread)
         self._tracking = False
         return observed
 
@@ -146,7 +157,7 @@ class ThrowObserver:
         """The service's ``observe`` hook (``TableService(observe=...)``): ``(observations,
         throw_facts)`` for the readings of ``frame`` (a ``camera.base.Frame``); the full
         :class:`ObservedThrow` is kept in :attr:`last` (its notes go with a boxperson call)."""
-        observed = self.observe(readings, float(frame.t))
+        observed = self.observe(readings, float(frame.t), image=getattr(frame, "image", None))
         self.last = observed
         return list(observed.observations), observed.facts
 

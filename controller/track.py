@@ -8,9 +8,11 @@ asks whether each die's track entered the ``far_wall_band`` zone.
 Method: background subtraction against the table as it was before the throw (colour, downscaled
 by ``scale``; the largest difference of the three channels), threshold, opening, connected components inside the playing area. Two or more components: the two
 largest are one die each; a lone component holds both dice when it covers ``together_areas``
-die areas, else one. Components are assigned to the two tracks by the least total distance to
+die areas, else one; a component holding both dice (two dice touching) is split in two by
+k-means on its pixels (Lloyd's iterations from the tracks' predicted positions), so that each
+die keeps its own centre while they touch. Components are assigned to the two tracks by the least total distance to
 each track's predicted position (constant velocity from its last two points); both tracks take
-a component holding both dice. Each point is the
+the two halves of a split component. Each point is the
 component's centroid mapped to the felt plane by the calibration's homography, corrected for
 the parallax of a die's centre half a side above the felt when the calibration knows the camera
 height (``Calibration.felt_point``); a die in the air appears further out still (at 50 mm up,
@@ -96,23 +98,46 @@ class ThrowTracker:
         self._last_px = [None] * self.max_dice
         self._prev_px = [None] * self.max_dice
 
-    def _blobs(self, grey: np.ndarray) -> list[tuple[float, float, int]]:
+    def _blobs(self, grey: np.ndarray) -> tuple[list[tuple[float, float, float, int]], np.ndarray]:
+        """Components ``(x_px, y_px, area in die areas, label)``, largest first, and the label
+        image (downscaled)."""
         diff = cv2.absdiff(grey, self._bg)
         if diff.ndim == 3:
             diff = diff.max(axis=2)
         fg = ((diff > self.threshold) * 255).astype(np.uint8)
         fg = cv2.bitwise_and(fg, self._mask)
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
-        n, _, stats, cents = cv2.connectedComponentsWithStats(fg)
+        n, labels, stats, cents = cv2.connectedComponentsWithStats(fg)
         die_area = (self.side / self.scale) ** 2
         out = []
         for i in range(1, n):
             area = float(stats[i][4])
             if area < 0.3 * die_area:
                 continue
-            out.append((float(cents[i][0]) * self.scale, float(cents[i][1]) * self.scale, area / die_area))
+            off = (self.scale - 1) / 2   # a downscaled pixel k covers full-size pixels scale*k ..
+            out.append((float(cents[i][0]) * self.scale + off, float(cents[i][1]) * self.scale + off, area / die_area, i))
         out.sort(key=lambda b: -b[2])
-        return out
+        return out, labels
+
+    def _split(self, labels: np.ndarray, label: int, t: float) -> list[tuple[float, float]]:
+        """The two dice of one component: 2-means of its pixels (full-size pixel coordinates),
+        started from the tracks' predicted positions (or the ends of its long axis)."""
+        ys, xs = np.nonzero(labels == label)
+        pts = np.stack([xs, ys], axis=1).astype(np.float64) * self.scale + (self.scale - 1) / 2
+        pred = [self._predict(d, t) for d in range(2)]
+        if all(p is not None for p in pred) and math.hypot(pred[0][0] - pred[1][0], pred[0][1] - pred[1][1]) > 0.5 * self.side:
+            c = np.array(pred, np.float64)
+        else:
+            m = pts.mean(axis=0)
+            _, _, vt = np.linalg.svd(pts - m, full_matrices=False)
+            proj = (pts - m) @ vt[0]
+            c = np.array([m + vt[0] * np.percentile(proj, 25), m + vt[0] * np.percentile(proj, 75)])
+        for _ in range(8):
+            near = np.argmin(((pts[:, None, :] - c[None, :, :]) ** 2).sum(axis=2), axis=1)
+            if near.min() == near.max():
+                break
+            c = np.array([pts[near == k].mean(axis=0) for k in range(2)])
+        return [(float(c[0][0]), float(c[0][1])), (float(c[1][0]), float(c[1][1]))]
 
     def add(self, t: float, image: np.ndarray) -> None:
         """Add one frame of the throw at time ``t`` (seconds).
@@ -126,13 +151,13 @@ class ThrowTracker:
         grey = self._grey(image)
         if grey.shape != self._bg.shape:
             raise ValueError(f"tracker frame size {grey.shape} differs from the background {self._bg.shape}")
-        blobs = self._blobs(grey)
+        blobs, labels = self._blobs(grey)
         if not blobs:
             return
         if len(blobs) >= 2:
-            points = [(x, y) for x, y, _ in blobs[: self.max_dice]]
-        elif blobs[0][2] >= self.together_areas:
-            points = [(blobs[0][0], blobs[0][1])] * self.max_dice
+            points = [(x, y) for x, y, _, _ in blobs[: self.max_dice]]
+        elif blobs[0][2] >= self.together_areas and self.max_dice == 2:
+            points = self._split(labels, blobs[0][3], float(t))
         else:
             points = [(blobs[0][0], blobs[0][1])]
         assign = self._assign(points, float(t))

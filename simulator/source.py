@@ -126,6 +126,12 @@ class SimSource:
         return float(self.camera_config.height_mm)
 
     @property
+    def camera_nadir_mm(self) -> tuple[float, float]:
+        """The felt point straight below the camera, mm (it looks straight down at the table's
+        centre): the centre of parallax for raised dice."""
+        return (float(self._base.cam.centre_mm[0]), float(self._base.cam.centre_mm[1]))
+
+    @property
     def chip_stacks(self) -> list[dict]:
         """The chip stacks on the layout of the base table: ``[{"x_mm", "y_mm", "radius_mm",
         "height_mm"}]``. Scenario stacks added for one throw are in that throw's truth

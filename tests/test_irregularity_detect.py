@@ -253,3 +253,89 @@ def test_die_that_left_the_table_is_judged_by_k1_not_by_the_far_wall():
     # with both dice on the table, the same short track is a far-wall miss
     assert verdict([die(600, 300, 4), die(800, 200, 2)], track=[stays, flies]) == \
         ("no-roll", "far-wall-missed", None)
+
+
+def _settling(x_mm: float, y_mm: float) -> list[tuple[float, float, float]]:
+    """A die's track: into the far-wall band, back, and at rest at (x, y) mm."""
+    return [(0.0, 100.0, y_mm), (0.3, GEOM.length - 20, y_mm), (0.6, x_mm, y_mm), (0.65, x_mm, y_mm),
+            (0.7, x_mm, y_mm)]
+
+
+def test_die_the_track_saw_settle_but_the_reader_missed():
+    """5324.52(h)(1)(ii): a die at rest on the table that the reader did not find is in
+    dispute; with a re-read at the track's end point the die read there counts."""
+    track = [_settling(600, 200), _settling(700, 300)]
+    seen = [die(600, 200, 3)]
+    assert verdict(seen, track=track) == ("boxperson", "face-unreadable", None)
+    asked = []
+
+    def reread(centre, side):
+        asked.append((round(centre[0]), round(centre[1]), round(side, 1)))
+        return die(700, 300, 5)
+    v, obs = judge(seen, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS, track=track,
+                   reread=reread)
+    assert (v.kind, v.dice) == ("roll", (3, 5))
+    assert asked == [(790, 380, round(CAL.die_side_px((700.0, 300.0)), 1))]
+    assert any("read there: 5" in n for n in obs.notes)
+    # nothing read there, or no value: in dispute as before
+    for answer in (None, die(700, 300, None, conf=0.1)):
+        v, _ = judge(seen, calibration=CAL, objects=CHIPS, track=track, reread=lambda c, s, a=answer: a)
+        assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE)
+    # a re-read that lands on the die already read is not a second die
+    v, _ = judge(seen, calibration=CAL, objects=CHIPS, track=track, reread=lambda c, s: die(602, 201, 3))
+    assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE)
+
+
+def test_die_against_the_near_wall_and_a_die_not_read_elsewhere():
+    """One die rests against the shooter's wall (centre half a side from it) and is read; the
+    track saw the other come to rest mid-table where nothing was read: that die is in dispute
+    (not off the table, as a count of settled tracks against dice read would say)."""
+    track = [_settling(12, 300), _settling(620, 110)]
+    assert verdict([die(12, 300, 6)], track=track) == ("boxperson", "face-unreadable", None)
+    assert verdict([die(12, 300, 6)], track=track[:1]) == ("no-roll", "die-off-table", None)
+
+
+def test_a_die_seen_beyond_the_far_walls_line_struck_it():
+    """A die just over the far wall is seen (parallax) beyond the wall's line; back on the
+    table, it met the wall. Beyond the line but off the wall's length, or far beyond it, no."""
+    L = GEOM.length
+    over = [(0.0, 300.0, 200.0), (0.2, L + 25.0, 210.0), (0.4, 600.0, 200.0), (0.45, 600.0, 200.0), (0.5, 600.0, 200.0)]
+    other = _settling(700, 300)
+    dice = [die(600, 200, 3), die(700, 300, 4)]
+    reach = Tolerances(far_wall_reach_mm=23.5)
+    v, _ = judge(dice, calibration=CAL, objects=CHIPS, track=[over, other], tolerances=reach)
+    assert (v.kind, v.dice) == ("roll", (3, 4))
+    aside = [(t, x, -200.0 if x > L else y) for t, x, y in over]
+    v, _ = judge(dice, calibration=CAL, objects=CHIPS, track=[aside, other], tolerances=reach)
+    assert (v.kind, v.reason) == ("no-roll", Reason.FAR_WALL_MISSED)
+    # seen 80 mm past the wall: no die is there and back, a mis-tracked point
+    far_out = [(t, L + 80.0 if x > L else x, y) for t, x, y in over]
+    v, _ = judge(dice, calibration=CAL, objects=CHIPS, track=[far_out, other], tolerances=reach)
+    assert (v.kind, v.reason) == ("no-roll", Reason.FAR_WALL_MISSED)
+
+
+
+def test_track_offset_from_the_dice_read_at_rest_is_taken_out():
+    """The track's centroids sit 3.5 mm towards the far wall of the dice's centres (light and
+    shading); the dice read at rest show it, and a die that rolled along the wall 25.5 mm from
+    it (not touching: reach 23.5 mm) is not taken for one that struck it."""
+    L = GEOM.length
+    bias = np.array([3.5, 0.0])
+
+    def biased(points):
+        return [(t, x + bias[0], y + bias[1]) for t, x, y in points]
+    # slowing to a stop 25.5 mm from the wall, then drifting back to rest (60 Hz samples)
+    along_wall = [(k / 60, L - 25.5 - 0.5 * 4000.0 * (k / 60 - 0.25) ** 2 / 0.25, 150.0 + 100 * k / 60)
+                  for k in range(31)]
+    along_wall += [(0.55, 900.0, 200.0), (0.6, 900.0, 200.0), (0.65, 900.0, 200.0)]
+    struck = _settling(700, 350)
+    reach = Tolerances(far_wall_reach_mm=23.5)
+    dice = [die(900, 200, 3), die(700, 350, 4)]
+    v, obs = judge(dice, calibration=CAL, objects=CHIPS, track=[biased(along_wall), biased(struck)],
+                   tolerances=reach)
+    assert (v.kind, v.reason) == ("no-roll", Reason.FAR_WALL_MISSED)
+    assert any("track corrected by (-3.5, -0.0) mm" in n or "track corrected by (-3.5, 0.0) mm" in n
+               for n in obs.notes), obs.notes
+    # the same track read as it is, without dice at rest to measure it against, would reach
+    v, _ = judge([], calibration=CAL, objects=CHIPS, track=[biased(along_wall), biased(struck)], tolerances=reach)
+    assert v.reason is not Reason.FAR_WALL_MISSED

@@ -103,3 +103,27 @@ def test_service_observe_hook_signature():
     observations, facts = obs([reading(500, 200, 3), reading(560, 300, 5)], f)
     assert [o.reading.value for o in observations] == [3, 5] and facts.struck_far_wall is None
     assert obs.last is not None and len(obs.last.observations) == 2
+
+
+def test_observer_rereads_a_die_the_track_saw_settle_on_the_frame_at_rest():
+    """The reader found one die; the track saw two come to rest: the observer asks its
+    ``reread`` about the second on the frame at rest, and the roll counts (5324.52(h)(1))."""
+    asked = []
+
+    def reread(image, centre, side):
+        asked.append((image.shape, round(centre[0]), round(centre[1])))
+        return reading(570, 330, 5)
+    for obs_reread, expected in ((None, ("boxperson", None)), (reread, ("roll", (5, 3)))):
+        obs = ThrowObserver(load_profile("ny-5324"), calibration=CAL, reread=obs_reread)
+        obs.on_frame(0.0, frame([]), WAITING)
+        obs.throw_started(0.02)
+        path = list(np.linspace(100, G.length - 12, 12)) + list(np.linspace(G.length - 12, 600, 12)[1:])
+        path += [600.0] * 6
+        for k, x in enumerate(path):
+            obs.on_frame(0.02 + k / 60, frame([(x, 200.0), (x - 30, 330.0)]), IN_MOTION)
+        at_rest = frame([(600, 200.0), (570, 330.0)])
+        got = obs.observe([reading(600, 200, 3)], 1.0, image=at_rest)
+        v = decide(got.observations, got.facts, policy=obs.policy)
+        assert (v.kind, v.dice) == expected
+    assert len(asked) == 1 and asked[0][0] == at_rest.shape
+    assert abs(asked[0][1] - px(570, 330)[0]) <= 3 and abs(asked[0][2] - px(570, 330)[1]) <= 3

@@ -88,3 +88,29 @@ def test_empty_table_has_no_dice() -> None:
 def test_bad_frames_raise_frame_error(bad) -> None:
     with pytest.raises(FrameError):
         L.read_dice_learned(bad)
+
+
+@pytest.mark.parametrize("value", [1, 2, 5, 6])
+def test_read_die_at_reads_the_die_from_a_point_off_its_centre(value: int) -> None:
+    """Started a third of a side off the die (where a track's blob centroid may be), the
+    window moves onto the die and reads it; on bare felt nothing is read."""
+    from test_vision_faces import STYLES, draw_die
+
+    bg, face, pip = STYLES["red-white-on-green"]
+    img = table(bgr=bg, seed=value)
+    draw_die(img, (200, 150), 30, 20, value, face, pip)
+    d = L.read_die_at(img, (210.0, 144.0), 30.0)
+    assert d is not None and d.value == value and d.confidence >= L.FACE_MIN_WEAK_PEAK
+    assert abs(d.centre[0] - 200) < 4 and abs(d.centre[1] - 150) < 4
+    far = L.read_die_at(img, (60.0, 60.0), 30.0)
+    assert far is None or far.value is None
+
+
+def test_read_die_at_rejects_bad_input() -> None:
+    from vision import reader
+
+    with pytest.raises(FrameError):
+        L.read_die_at(np.zeros((5, 5, 3), np.uint8), (2.0, 2.0), 3.0)
+    with pytest.raises(ValueError, match="side_px"):
+        L.read_die_at(table(), (100.0, 100.0), 0.0)
+    assert reader.read_die_at(table(), (100.0, 100.0), 30.0, method="classical") is None

@@ -84,6 +84,14 @@ FALLBACK_MIN_P = 0.1
 FALLBACK_WINDOW = 3.0
 #: Class index of "not one readable die".
 NOT_A_FACE = 6
+#: Two detector peaks closer than this many die sides (not boxes) are also tried at their
+#: midpoint: the detector can peak on each pip of a 2 (or the end pips of a 3) and not on the
+#: die's centre; two separate dice are never closer than one side (:func:`_add_midpoints`).
+MIDPOINT_SIDES = 0.9
+#: A candidate the classifier cannot yet read is classified again, up to this many times, at
+#: the centre and size its geometry outputs give (:func:`_refine_unsure`): a window that
+#: starts on one pip moves onto the die in two or three steps.
+REFINE_STEPS = 3
 
 
 def models_present() -> bool:
@@ -193,6 +201,20 @@ def _find(img: np.ndarray, expected_side_px: float | None) -> list[tuple[float, 
     return found
 
 
+def _add_midpoints(found: list[tuple[float, float, float, float]]
+                   ) -> list[tuple[float, float, float, float]]:
+    """``found`` plus, for every two candidates closer than :data:`MIDPOINT_SIDES` die sides
+    (box / 1.2), a candidate at their midpoint (box side and score: the pair's larger). The
+    classifier-aware suppression in :func:`read_dice_learned` then keeps the best read."""
+    extra = []
+    for i, a in enumerate(found):
+        for b in found[i + 1:]:
+            side = min(a[2], b[2]) / 1.2
+            if np.hypot(a[0] - b[0], a[1] - b[1]) < MIDPOINT_SIDES * side:
+                extra.append(((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, max(a[2], b[2]), max(a[3], b[3])))
+    return found + extra
+
+
 def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]
               ) -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
     """Classify every candidate; returns ``(probs, refined)``: per candidate ``(8,)`` float
@@ -262,6 +284,31 @@ def _reread_small(img: np.ndarray, probs: np.ndarray, found: list[tuple[float, f
     return probs, found
 
 
+def _threshold(score: float) -> float:
+    """The face probability a candidate with centre-heat peak ``score`` needs to be read."""
+    return FACE_MIN if score >= CENTRE_READ else FACE_MIN_WEAK_PEAK
+
+
+def _refine_unsure(img: np.ndarray, probs: np.ndarray, found: list[tuple[float, float, float, float]],
+                   min_box: float | None) -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
+    """Classify again, at its refined centre and size, every candidate that is not "not a die"
+    and whose face probability is below :func:`_threshold`, up to :data:`REFINE_STEPS` times
+    while it stays unsure. ``min_box`` (calibrated die box, pixels) floors the window: a
+    window shrunk onto one pip of a 2 would show it as the 1 of a smaller die."""
+    probs, found = probs.copy(), list(found)
+    for _ in range(REFINE_STEPS):
+        todo = [i for i, p in enumerate(probs)
+                if int(np.argmax(p[:7])) != NOT_A_FACE and float(np.max(p[:6])) < _threshold(found[i][3])]
+        if not todo:
+            break
+        sub = [found[i] if min_box is None else (*found[i][:2], max(found[i][2], min_box), found[i][3])
+               for i in todo]
+        p2, f2 = _classify(img, sub)
+        for i, p, f in zip(todo, p2, f2):
+            probs[i], found[i] = p, f if min_box is None else (*f[:2], max(f[2], min_box), f[3])
+    return probs, found
+
+
 def _classical_value(img: np.ndarray, x: float, y: float, size: float) -> tuple[int | None, float, bool | None]:
     """The classical reader's value, confidence and flat for the die at ``(x, y)``, read on a
     window of FALLBACK_WINDOW boxes around it (``(None, 0, None)`` when it reads none there)."""
@@ -283,6 +330,66 @@ def _classical_value(img: np.ndarray, x: float, y: float, size: float) -> tuple[
     if best is None or best[1].value is None:
         return None, 0.0, None
     return best[1].value, float(best[1].confidence), bool(best[1].flat)
+
+
+def _reading(x: float, y: float, size: float, score: float, p: np.ndarray, value: int | None,
+             conf: float, frame_wh: tuple[int, int]) -> DieReading:
+    """The :class:`DieReading` of a candidate at ``(x, y)`` with box side ``size`` (pixels)."""
+    w, h = frame_wh
+    half = size / 2
+    bbox = (max(0, int(np.floor(x - half))), max(0, int(np.floor(y - half))),
+            min(w, int(np.ceil(x + half))), min(h, int(np.ceil(y + half))))
+    cls = int(np.argmax(p[:7]))
+    reason = "" if value is not None else ("not a die" if cls == NOT_A_FACE else "unsure")
+    return DieReading(value=value, bbox=bbox, centre=(float(x), float(y)), confidence=float(conf),
+                      flat=bool(p[7] >= 0.5), side_px=float(size / 1.2), angle_deg=0.0,
+                      extra={"p": [round(float(v), 4) for v in p[:7]], "centre_score": round(score, 4),
+                             "reason": reason})
+
+
+def read_die_at(image: np.ndarray, centre: tuple[float, float], side_px: float) -> DieReading | None:
+    """Read the one die expected near ``centre``: the classifier's window (the calibrated die
+    box, 1.2 ``side_px``) is put there and moved by its geometry outputs onto the die
+    (classified again where they put it until it moves less than 5 % of the box, at most
+    1 + :data:`REFINE_STEPS` times), without the detector. The caller knows a die is there (the
+    motion track saw it come to rest) where the detector found none: beside a chip, at the
+    frame's dark edge. Its value needs :data:`FACE_MIN_WEAK_PEAK`, as a weak detector peak.
+
+    Args:
+        image: numpy ``uint8`` ``(H, W, 3)`` BGR or ``(H, W)`` grey frame.
+        centre: ``(x, y)`` pixels, within about half a die side of the die's centre.
+        side_px: the die's side in pixels (> 0).
+
+    Returns:
+        A :class:`vision.types.DieReading` (``value`` ``None`` when unsure, confidence then
+        <= 0.2), or ``None`` when the classifier sees no die there.
+
+    Raises:
+        camera.base.FrameError: the image is not a usable uint8 frame.
+        ValueError: ``side_px`` is not positive.
+        FileNotFoundError: the weights are not in ``vision/models``.
+    """
+    img = check_image(image, "read_die_at image")
+    if not side_px > 0:
+        raise ValueError(f"read_die_at: side_px={side_px!r}, expected > 0")
+    if img.ndim == 2:
+        img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR)
+    h, w = img.shape[:2]
+    box = 1.2 * float(side_px)
+    x, y, size, score = float(centre[0]), float(centre[1]), box, 0.0
+    for _ in range(1 + REFINE_STEPS):   # until the window stops moving
+        probs, found = _classify(img, [(x, y, size, score)])
+        moved = float(np.hypot(found[0][0] - x, found[0][1] - y))
+        x, y, size = found[0][0], found[0][1], max(found[0][2], box)
+        if moved < 0.05 * box:
+            break
+    p = probs[0]
+    cls = int(np.argmax(p[:7]))
+    if cls == NOT_A_FACE:
+        return None
+    pc = float(p[cls])
+    value, conf = (cls + 1, pc) if pc >= _threshold(score) else (None, min(0.2, pc * 0.2))
+    return _reading(x, y, size, score, p, value, conf, (w, h))
 
 
 def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = None,
@@ -320,8 +427,10 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
         # small die); the geometry outputs then centre it on the die.
         box = 1.2 * float(expected_side_px)
         found = [(x, y, box, sc) for x, y, _, sc in found]
+    found = _add_midpoints(found)
     probs, found = _classify(img, found)
     probs, found = _reread_small(img, probs, found)
+    probs, found = _refine_unsure(img, probs, found, 1.2 * float(expected_side_px) if expected_side_px else None)
     # Second suppression, after the classifier: of two candidates closer than half a die,
     # keep the one the classifier reads best (a peak on a big pip of a 2 can outscore the
     # die's centre at the detector, but not at the classifier).
@@ -341,7 +450,7 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
             if score < CENTRE_SURE or pc >= NOT_A_DIE_SURE:
                 continue
             value, conf = None, min(0.2, 1.0 - pc)
-        elif pc >= (FACE_MIN if score >= CENTRE_READ else FACE_MIN_WEAK_PEAK):
+        elif pc >= _threshold(score):
             value, conf = cls + 1, pc
         else:
             value, conf = None, min(0.2, pc * 0.2)
@@ -351,13 +460,7 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
                     value, conf = vc, min(cc, 0.5 + 0.5 * float(p[vc - 1]))
             if value is None and score < CENTRE_READ:
                 continue   # a weak peak that neither reader can read: a print, a chip's edge
-        half = size / 2
-        bbox = (max(0, int(np.floor(x - half))), max(0, int(np.floor(y - half))),
-                min(w, int(np.ceil(x + half))), min(h, int(np.ceil(y + half))))
-        out.append(DieReading(value=value, bbox=bbox, centre=(float(x), float(y)), confidence=float(conf),
-                              flat=bool(p[7] >= 0.5), side_px=float(size / 1.2), angle_deg=0.0,
-                              extra={"p": [round(float(v), 4) for v in p[:7]], "centre_score": round(score, 4),
-                                     "reason": "" if value is not None else ("not a die" if cls == NOT_A_FACE else "unsure")}))
+        out.append(_reading(x, y, size, score, p, value, conf, (w, h)))
     side = float(np.median([d.side_px for d in out])) if out else 1.0
     out.sort(key=lambda d: (round(d.centre[1] / max(side, 1.0)), d.centre[0]))
     return out

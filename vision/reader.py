@@ -162,10 +162,29 @@ def _reading(pm: np.ndarray, fr: FaceRead, x0: int, y0: int, side: float) -> Die
     )
 
 
-#: Environment switch of the reader behind :func:`read_dice`: ``classical`` (this module's
-#: pipeline, the default) or ``learned`` (vision/learned.py: better on the photo sets and the
-#: simulated table, see docs/vision.md, but not yet on large drawn dice; see its docstring).
+#: Environment switch of the reader behind :func:`read_dice`: ``learned`` (vision/learned.py,
+#: the default when its weights are present) or ``classical`` (this module's pip reader).
 READER_ENV = "CRAPS_VISION"
+
+
+def _choice(method: str | None) -> str:
+    """``"learned"`` or ``"classical"``: ``method``, else :data:`READER_ENV`, else learned when
+    its weights are present. Raises ValueError for any other name."""
+    import os
+
+    from vision import learned
+
+    if method is not None:
+        choice = method
+        if choice not in ("classical", "learned"):
+            raise ValueError(f"method={choice!r}: expected 'classical' or 'learned'")
+    else:
+        choice = os.environ.get(READER_ENV, "").strip().lower()
+        if choice not in ("", "classical", "learned"):
+            raise ValueError(f"{READER_ENV}={choice!r}: expected 'classical' or 'learned'")
+    if choice == "learned" or (choice == "" and learned.models_present()):
+        return "learned"
+    return "classical"
 
 
 def read_dice(image: np.ndarray, *, expected_side_px: float | None = None,
@@ -186,21 +205,58 @@ def read_dice(image: np.ndarray, *, expected_side_px: float | None = None,
         FileNotFoundError: ``learned`` is chosen explicitly and its weights are not in
             vision/models.
     """
-    import os
-
     from vision import learned
 
-    if method is not None:
-        choice = method
-        if choice not in ("classical", "learned"):
-            raise ValueError(f"method={choice!r}: expected 'classical' or 'learned'")
-    else:
-        choice = os.environ.get(READER_ENV, "").strip().lower()
-        if choice not in ("", "classical", "learned"):
-            raise ValueError(f"{READER_ENV}={choice!r}: expected 'classical' or 'learned'")
-    if choice == "learned" or (choice == "" and learned.models_present()):
+    if _choice(method) == "learned":
         return learned.read_dice_learned(image, expected_side_px=expected_side_px)
     return read_dice_classical(image, expected_side_px=expected_side_px)
+
+
+def read_die_at(image: np.ndarray, centre: tuple[float, float], side_px: float, *,
+                method: str | None = None) -> DieReading | None:
+    """Read the one die expected at ``centre`` (pixels), e.g. where the motion track saw a
+    die come to rest but :func:`read_dice` found none (controller/irregularity.py).
+
+    Args:
+        image: numpy ``uint8`` ``(H, W, 3)`` BGR or ``(H, W)`` grey frame.
+        centre: ``(x, y)`` pixels, roughly (within about half a die side).
+        side_px: the die's side in pixels there (calibration).
+        method: as :func:`read_dice`.
+
+    Returns:
+        A :class:`DieReading` (``value`` ``None`` when unsure) or ``None`` when no die is
+        seen there. Learned: :func:`vision.learned.read_die_at`; classical: the pip reader on
+        a window of three sides around ``centre``.
+
+    Raises:
+        camera.base.FrameError, ValueError, FileNotFoundError: as :func:`read_dice`.
+    """
+    from vision import learned
+
+    if _choice(method) == "learned":
+        return learned.read_die_at(image, centre, side_px)
+    img = check_image(image, "read_die_at image")
+    win, (x0, y0) = _window(img, centre, 3.0 * side_px)
+    if min(win.shape[:2]) < 16:
+        return None
+    reads = read_dice_classical(win, expected_side_px=side_px)
+    near = [r for r in reads if np.hypot(r.centre[0] + x0 - centre[0], r.centre[1] + y0 - centre[1]) < 0.7 * side_px]
+    if not near:
+        return None
+    r = near[0]
+    return DieReading(value=r.value, bbox=(r.bbox[0] + x0, r.bbox[1] + y0, r.bbox[2] + x0, r.bbox[3] + y0),
+                      centre=(r.centre[0] + x0, r.centre[1] + y0), confidence=r.confidence, flat=r.flat,
+                      side_px=r.side_px, angle_deg=r.angle_deg, extra=dict(r.extra))
+
+
+def _window(img: np.ndarray, centre: tuple[float, float], side: float) -> tuple[np.ndarray, tuple[int, int]]:
+    """The part of ``img`` within a square of ``side`` pixels around ``centre`` and its
+    top-left corner ``(x0, y0)``."""
+    h, w = img.shape[:2]
+    half = side / 2
+    x0, y0 = max(0, int(centre[0] - half)), max(0, int(centre[1] - half))
+    x1, y1 = min(w, int(np.ceil(centre[0] + half))), min(h, int(np.ceil(centre[1] + half)))
+    return np.ascontiguousarray(img[y0:y1, x0:x1]), (x0, y0)
 
 
 def read_dice_classical(image: np.ndarray, *, expected_side_px: float | None = None) -> list[DieReading]:

@@ -28,6 +28,14 @@ from vision.train import data as D
 #: Share of each source in a batch of die crops; class-6 crops are added on top.
 SOURCE_SHARE = {"topdown": 0.44, "oblique": 0.14, "sim": 0.32, "synthetic": 0.10}
 NEG_SHARE = 0.22
+#: Share of die crops whose window is moved off the die's centre by SHIFT_RANGE die boxes
+#: (labelled with the face: every pip stays in the window) and by GEOMETRY_ONLY_RANGE (the
+#: face is not trained, only the geometry outputs that point back to the centre). The
+#: detector can peak on one pip of a 2; a window there, never seen in training, read as a 1.
+SHIFT_SHARE = 0.4
+SHIFT_RANGE = (0.08, 0.3)
+GEOMETRY_ONLY_SHARE = 0.1
+GEOMETRY_ONLY_RANGE = (0.3, 0.45)
 
 
 @dataclass
@@ -151,9 +159,19 @@ class OnlineCrops:
                 continue
             src = self.by_source[names[int(rng.choice(len(names), p=p / p.sum()))]]
             e = src[int(rng.integers(len(src)))]
-            j = 0.08 * e.size
-            xs.append(self._crop(e, e.size * rng.uniform(0.85, 1.2), rng.uniform(-j, j), rng.uniform(-j, j)))
-            ys.append(e.y)
+            r = rng.random()
+            y = e.y
+            if r < SHIFT_SHARE + GEOMETRY_ONLY_SHARE:
+                lo, hi = SHIFT_RANGE if r < SHIFT_SHARE else GEOMETRY_ONLY_RANGE
+                y = e.y if r < SHIFT_SHARE else -1
+                a = rng.uniform(0, 2 * math.pi)
+                rr = e.size * rng.uniform(lo, hi)
+                dx, dy = rr * math.cos(a), rr * math.sin(a)
+            else:
+                j = 0.08 * e.size
+                dx, dy = rng.uniform(-j, j), rng.uniform(-j, j)
+            xs.append(self._crop(e, e.size * rng.uniform(0.85, 1.2), dx, dy))
+            ys.append(y)
             fs.append(e.flat)
             ws.append(e.wflat)
             gs.append(self.geom)
