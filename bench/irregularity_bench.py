@@ -220,11 +220,13 @@ class Bench:
             for k in range(len(th.poses) - 1):
                 tracker.add(th.times[k], render(th, ren, k))
             track = tracker.tracks()
+            shared = tracker.shared()
             at_rest = render(th, ren, -1)
             readings = read_dice(at_rest, expected_side_px=side)
             reread = functools.partial(read_die_at, at_rest)
         else:
             track = th.track
+            shared = None
             readings = truth_readings(th.states, ren, cal)
             reread = None
         # each die at rest on the felt: the reading nearest its upper face's centre (value, confidence)
@@ -239,7 +241,7 @@ class Bench:
             else:
                 reads.append((st.value, near.value, float(near.confidence)))
         return {"throw": th, "calibration": cal, "readings": readings, "track": track, "reads": reads,
-                "reread": reread}
+                "reread": reread, "shared": shared}
 
     def decide(self, seen: dict, profile: IrregularityProfile | None = None) -> dict:
         """Decide an observed throw under ``profile`` (default the bench's) and compare."""
@@ -250,7 +252,7 @@ class Bench:
         verdict, observed = judge(seen["readings"], calibration=seen["calibration"], profile=profile,
                                   objects=objects_for(g), track=seen["track"], timed_out=th.moving,
                                   wall_height_mm=g.wall_height, tolerances=tolerances_for(g),
-                                  reread=seen.get("reread"),
+                                  reread=seen.get("reread"), track_shared=seen.get("shared"),
                                   wall_strikes=[t for t, _ in th.wall_hits] if self.wall_sensor else None,
                                   window=(0.0, th.times[-1] if th.times else 1e9))
         got = (verdict.kind, verdict.reason, None if verdict.dice is None else tuple(sorted(verdict.dice)))

@@ -386,8 +386,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                   camera_nadir_mm: tuple[float, float] | None = None,
                   wall_height_mm: float = 200.0,
                   tolerances: Tolerances = Tolerances(),
-                  reread: Callable[[tuple[float, float], float], DieReading | None] | None = None
-                  ) -> ObservedThrow:
+                  reread: Callable[[tuple[float, float], float], DieReading | None] | None = None,
+                  track_shared: Sequence[Sequence[bool]] | None = None) -> ObservedThrow:
     """Turn the dice seen at rest into verdict observations (see the module docstring).
 
     Args:
@@ -414,6 +414,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             Where the track saw a die come to rest that the reader did not find, the die is
             read there; without ``reread``, or when it reads no value, that die's face is in
             dispute ((h)(1)(ii)).
+        track_shared: per die and track point, ``True`` where the point came from the two dice
+            touching (``ThrowTracker.shared``): which die it is is a guess, so the far-wall
+            decision leaves it out (a die bouncing off the other at the wall is not taken
+            for one that struck it); ``None``: every point counts.
 
     Returns:
         :class:`ObservedThrow`.
@@ -594,13 +598,15 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     # --- far-wall strike, 5324.52(k)(2)(ii) and (g) --------------------------------------------
     band = geo.zones.get("far_wall_band") if geo is not None else None
     far_track, need = track, 2
+    if track is not None and track_shared is not None:
+        far_track = [[p for p, sh in zip(t, shared) if not sh] for t, shared in zip(track, track_shared)]
     if track is not None and geo is not None and len(readings_seen := [d for d in dice if not d.extra.get("hidden")]) < 2:
         # a die left the table: (k)(1) voids the roll whatever it struck on its way; the far
         # wall is judged on the dice whose tracks came to rest on the table
-        far_track = [t for t in track if t and _settled_on_table([t], geo, tol)]
+        far_track = [f for t, f in zip(track, far_track) if t and _settled_on_table([t], geo, tol)]
         need = max(1, len(readings_seen))
     if far_track is not None and geo is not None:
-        bias = _track_bias(far_track, [p for p, d in zip(positions, dice) if p is not None and not d.extra.get("from")],
+        bias = _track_bias(track, [p for p, d in zip(positions, dice) if p is not None and not d.extra.get("from")],
                            geo.size)
         if bias is not None:
             far_track = [[(t, x - bias[0], y - bias[1]) for t, x, y in tr] for tr in far_track]

@@ -142,14 +142,16 @@ class ThrowObserver:
             strikes = list(self._strikes) if self.wall_sensor else None
         if self.wall_sensor and log_ is not None:
             strikes = log_.strikes_between(*window) if window is not None else log_.times()
-        track = self.tracker.tracks() if self._tracking and self.tracker is not None else None
+        tracking = self._tracking and self.tracker is not None
+        track = self.tracker.tracks() if tracking else None
+        shared = self.tracker.shared() if tracking else None
         reread = None
         if self.reread is not None and image is not None:
             reread = functools.partial(self.reread, image)
         observed = observe_throw(readings, calibration=self.calibration, profile=self.profile,
                                  objects=self.objects, track=track, wall_strikes=strikes, window=window,
                                  timed_out=timed_out, min_presence=self.min_presence,
-                                 tolerances=self.tolerances, reread=reread)
+                                 tolerances=self.tolerances, reread=reread, track_shared=shared)
         self._tracking = False
         return observed
 

@@ -67,6 +67,7 @@ class ThrowTracker:
         self._bg: np.ndarray | None = None
         self._mask: np.ndarray | None = None
         self._tracks: list[list[tuple[float, float, float]]] = [[] for _ in range(self.max_dice)]
+        self._shared: list[list[bool]] = [[] for _ in range(self.max_dice)]
         self._last_px: list[tuple[float, float, float] | None] = [None] * self.max_dice
         self._prev_px: list[tuple[float, float, float] | None] = [None] * self.max_dice
 
@@ -95,6 +96,7 @@ class ThrowTracker:
             mask[:] = 255
         self._mask = mask
         self._tracks = [[] for _ in range(self.max_dice)]
+        self._shared = [[] for _ in range(self.max_dice)]
         self._last_px = [None] * self.max_dice
         self._prev_px = [None] * self.max_dice
 
@@ -154,10 +156,12 @@ class ThrowTracker:
         blobs, labels = self._blobs(grey)
         if not blobs:
             return
+        shared = False
         if len(blobs) >= 2:
             points = [(x, y) for x, y, _, _ in blobs[: self.max_dice]]
         elif blobs[0][2] >= self.together_areas and self.max_dice == 2:
             points = self._split(labels, blobs[0][3], float(t))
+            shared = True
         else:
             points = [(blobs[0][0], blobs[0][1])]
         assign = self._assign(points, float(t))
@@ -169,6 +173,7 @@ class ThrowTracker:
             else:
                 mm = self.cal.to_mm([[p[0], p[1]]])[0]
             self._tracks[d].append((float(t), float(mm[0]), float(mm[1])))
+            self._shared[d].append(shared)
             self._prev_px[d] = self._last_px[d]
             self._last_px[d] = (float(t), p[0], p[1])
 
@@ -203,3 +208,9 @@ class ThrowTracker:
     def tracks(self) -> list[list[tuple[float, float, float]]]:
         """Per die, the ``(t_s, x_mm, y_mm)`` points seen (copies)."""
         return [list(t) for t in self._tracks]
+
+    def shared(self) -> list[list[bool]]:
+        """Per die and point of :meth:`tracks`: ``True`` where the point came from one
+        component holding both dice (two dice touching, split by 2-means): which die is
+        which there is a guess, and the far-wall decision leaves such points out."""
+        return [list(s) for s in self._shared]

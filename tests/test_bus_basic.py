@@ -284,13 +284,20 @@ def test_gap_seen_from_heartbeat_is_replayed(cfg: BusConfig, tmp_path: Path):
     with RollPublisher(cfg) as pub, RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
         pub.publish("roll", {"n": 1})
         assert [e["seq"] for e in _drain(sub, 1)] == [1]
+        # connected and settled: a heartbeat has come (a replay asked for on connecting,
+        # late on a loaded machine, could otherwise fetch roll 2 before any heartbeat)
+        deadline = time.monotonic() + 3.0
+        while sub.stats["heartbeats"] < 1 and time.monotonic() < deadline:
+            assert sub.receive(0.05) is None
+        heartbeats_before = sub.stats["heartbeats"]
+        assert heartbeats_before >= 1
         requests_before = sub.stats["replay_requests"]
         real_send = pub._send
         pub._send = lambda topic, wire, seq: None if seq == 2 else real_send(topic, wire, seq)
         pub.publish("roll", {"n": 2})  # journalled, never sent live
         got = _drain(sub, 1, timeout_s=3.0)
         assert [(e["seq"], e["body"]["n"]) for e in got] == [(2, 2)]
-        assert sub.stats["heartbeats"] >= 1 and sub.stats["replay_requests"] > requests_before
+        assert sub.stats["heartbeats"] > heartbeats_before and sub.stats["replay_requests"] > requests_before
 
 
 def test_hwm_raises_alarm_and_message_stays_journalled(tmp_path: Path):

@@ -339,3 +339,26 @@ def test_track_offset_from_the_dice_read_at_rest_is_taken_out():
     # the same track read as it is, without dice at rest to measure it against, would reach
     v, _ = judge([], calibration=CAL, objects=CHIPS, track=[biased(along_wall), biased(struck)], tolerances=reach)
     assert v.reason is not Reason.FAR_WALL_MISSED
+
+
+def test_far_wall_leaves_out_points_of_the_two_dice_touching():
+    """Die a strikes the wall; die b comes to touch it there (the tracker saw one component,
+    split in two: which die is which is a guess) and never strikes: b's points while touching
+    do not count for it."""
+    L = GEOM.length
+    a = [(0.0, 100.0, 200.0), (0.25, L - 20.0, 200.0), (0.3, L - 45.0, 205.0), (0.6, 600.0, 200.0),
+         (0.65, 600.0, 200.0), (0.7, 600.0, 200.0)]   # strikes at 0.25 s, b touches it at 0.3 s
+    b = [(0.0, 100.0, 220.0), (0.2, 700.0, 220.0), (0.3, L - 22.0, 215.0), (0.4, 900.0, 300.0),
+         (0.6, 700.0, 300.0), (0.65, 700.0, 300.0), (0.7, 700.0, 300.0)]
+    dice = [die(600, 200, 3), die(700, 300, 4)]
+    reach = Tolerances(far_wall_reach_mm=23.5)
+    v, _ = judge(dice, calibration=CAL, objects=CHIPS, track=[a, b], tolerances=reach)
+    assert (v.kind, v.dice) == ("roll", (3, 4))
+    touching = [[k == 2 for k in range(len(a))], [k == 2 for k in range(len(b))]]
+    v, obs = judge(dice, calibration=CAL, objects=CHIPS, track=[a, b], tolerances=reach, track_shared=touching)
+    assert (v.kind, v.reason) == ("no-roll", Reason.FAR_WALL_MISSED)
+    # a's own strike still counts: with b's untouched strike the roll stands
+    b_struck = b[:3] + [(0.35, L - 15.0, 230.0)] + b[3:]
+    v, _ = judge(dice, calibration=CAL, objects=CHIPS, track=[a, b_struck], tolerances=reach,
+                 track_shared=[touching[0], [k == 2 for k in range(len(b_struck))]])
+    assert (v.kind, v.dice) == ("roll", (3, 4))

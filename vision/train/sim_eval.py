@@ -4,7 +4,8 @@
 
 Renders are cached in ``--cache`` so both readers see the same frames. Usage::
 
-    python -m vision.train.sim_eval --throws 100 --cache /tmp/vml/simeval
+    python -m vision.train.sim_eval --throws 200 --cache /tmp/vml/simeval
+    python -m vision.train.sim_eval --throws 200 --first-seed 200 --cache /tmp/vml/simeval
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import cv2
 import numpy as np
 
 
-def render(cache: Path, throws: int) -> None:
+def render(cache: Path, throws: int, first_seed: int = 0) -> None:
     from simulator.geometry import CameraConfig
     from simulator.physics import TableSim
     from simulator.render import DicePose, Renderer
@@ -25,7 +26,7 @@ def render(cache: Path, throws: int) -> None:
 
     cache.mkdir(parents=True, exist_ok=True)
     sim = renderer = None
-    for seed in range(throws):
+    for seed in range(first_seed, first_seed + throws):
         if (cache / f"{seed}.json").is_file():
             continue
         plan = plan_throw("natural", seed)
@@ -41,9 +42,9 @@ def render(cache: Path, throws: int) -> None:
         (cache / f"{seed}.json").write_text(json.dumps({"side_px": side, "dice": dice}))
 
 
-def measure(cache: Path, throws: int, reader) -> dict:
+def measure(cache: Path, throws: int, reader, first_seed: int = 0) -> dict:
     c = {"right": 0, "wrong": 0, "unread": 0, "missed": 0, "extra_valued": 0, "extra_null": 0, "ms": []}
-    for seed in range(throws):
+    for seed in range(first_seed, first_seed + throws):
         t = json.loads((cache / f"{seed}.json").read_text())
         img = cv2.imread(str(cache / f"{seed}.png"))
         side = t["side_px"]
@@ -81,17 +82,18 @@ def measure(cache: Path, throws: int, reader) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--throws", type=int, default=100)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--cache", type=Path, default=Path("/tmp/vml/simeval"))
     ap.add_argument("--reader", choices=["classical", "learned", "both"], default="both")
     a = ap.parse_args()
     cv2.setNumThreads(1)
-    render(a.cache, a.throws)
+    render(a.cache, a.throws, a.first_seed)
     if a.reader in ("classical", "both"):
         from vision.reader import read_dice_classical
-        print("classical", measure(a.cache, a.throws, read_dice_classical), flush=True)
+        print("classical", measure(a.cache, a.throws, read_dice_classical, a.first_seed), flush=True)
     if a.reader in ("learned", "both"):
         from vision.learned import read_dice_learned
-        print("learned", measure(a.cache, a.throws, read_dice_learned), flush=True)
+        print("learned", measure(a.cache, a.throws, read_dice_learned, a.first_seed), flush=True)
 
 
 if __name__ == "__main__":
