@@ -7,7 +7,8 @@ the dice cup (a hollow cylinder). Each die is a 19.05 mm cube of cellulose (1.3 
 about 9 g) on a free joint.
 
 Contact parameters were tuned by eye and by the settling time: dice bounce a little on felt,
-more on the rubber, tumble, and come to rest 2-4 s after leaving the shooter's hand.
+more on the rubber, tumble, and come to rest 1.1-1.8 s after leaving the shooter's hand on the
+default 1.1 m table (1.7-2.7 s on a 2.4 m one; docs/simulator.md, "Physics").
 """
 from __future__ import annotations
 
