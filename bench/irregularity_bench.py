@@ -231,9 +231,13 @@ class Bench:
             reread = None
         # each die at rest on the felt: the reading nearest its upper face's centre (value, confidence)
         reads = []
+        size = th.plan.geometry.die_size
         for st in th.states:
             if st.rests_on != "felt" or not st.flat:
                 continue
+            if any(o is not st and o.rests_on == "die" and math.hypot(o.pos_mm[0] - st.pos_mm[0], o.pos_mm[1] - st.pos_mm[1]) < size
+                   for o in th.states):
+                continue   # the other die lies on it: hidden from the camera
             cx, cy = ren.die_centre_px(DicePose(st.pos_mm, st.quat))
             near = min(readings, key=lambda r: (r.centre[0] - cx) ** 2 + (r.centre[1] - cy) ** 2, default=None)
             if near is None or (near.centre[0] - cx) ** 2 + (near.centre[1] - cy) ** 2 > 100:

@@ -610,7 +610,9 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                            geo.size)
         if bias is not None:
             far_track = [[(t, x - bias[0], y - bias[1]) for t, x, y in tr] for tr in far_track]
-            notes.append(f"track corrected by ({-bias[0]:.1f}, {-bias[1]:.1f}) mm, its offset from the dice read at rest")
+            if math.hypot(*bias) >= 0.1:
+                notes.append(f"track corrected by ({-bias[0]:.1f}, {-bias[1]:.1f}) mm, "
+                             "its offset from the dice read at rest")
     by_track = _far_wall_from_track(far_track, band, need, geo.zones.get("playing") if geo is not None else None,
                                     tol.far_wall_reach_mm, 2.0 * geo.size if geo is not None else 0.0)
     by_sensor = _far_wall_from_sensor(wall_strikes, window, tol.strike_gap_s)
