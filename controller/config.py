@@ -83,6 +83,8 @@ class VisionSection(_Section):
         motion_width: width in pixels of the downscaled grey image the motion detector compares;
             0: a die 12 pixels wide (die size known), else 320.
         still_frames: consecutive frames without motion that make "dice at rest".
+        still_s: and they must span at least this many seconds (the same rest at any frame
+            rate: 8 frames are 0.27 s at 30 fps, 0.13 s at 60 fps).
         rest_timeout_s: seconds from the first motion of a throw after which a throw not at rest
             is a no roll (9 NYCRR 5324.52(k)(2)(vi)).
         min_confidence: a face read with lower confidence (0..1) is in dispute: boxperson
@@ -107,6 +109,7 @@ class VisionSection(_Section):
     motion_min_pixels: int = Field(0, ge=0, le=1_000_000)
     motion_width: int = Field(0, ge=0, le=8192)
     still_frames: int = Field(8, ge=1, le=1000)
+    still_s: float = Field(0.2, ge=0.0, le=5.0)
     rest_timeout_s: float = Field(10.0, gt=0, le=600)
     min_confidence: float = Field(0.8, ge=0, le=1)
     min_presence: float = Field(0.3, ge=0, le=1)

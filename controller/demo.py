@@ -147,8 +147,10 @@ def _demo_source(cfg: TableConfig, args, tmp: Path):
         SimSource = None
     if SimSource is not None:
         seed = cfg.camera.sim_seed if args.seed is None else args.seed
-        # 960x540 at 30 fps: a die is ~13 px, which the reader reads, and the demo stays quick
-        return SimSource(cfg.camera.sim_scenario, seed=seed, width=960, height=540, fps=30,
+        # 960x540 at 60 fps: a die is ~13 px, which the reader reads; the far-wall track needs
+        # the 60 fps (at 30 fps a die crosses 130 mm a frame and good throws were called
+        # far-wall-missed, 2 in 20)
+        return SimSource(cfg.camera.sim_scenario, seed=seed, width=960, height=540, fps=60,
                          throws=args.rolls + 5, idle_s=0.4, rest_s=0.6), \
             f"simulated table ({cfg.camera.sim_scenario}, seed {seed})"
     from camera.replay import ReplaySource

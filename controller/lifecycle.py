@@ -243,15 +243,21 @@ class RollLifecycle:
         still_frames: consecutive still frames that make "at rest" (>= 1).
         rest_timeout_s: seconds from the first motion of a throw to a no roll (> 0).
         same_tolerance_px: centre distance in pixels within which a die "has not moved".
+        still_s: and those still frames must span at least this many seconds (>= 0): the
+            same rest at any frame rate (8 frames are 0.27 s at 30 fps but 0.13 s at 60 fps,
+            where a die still rocking against the other was read, tilted, as resting on it).
     """
 
     def __init__(self, still_frames: int = 8, rest_timeout_s: float = 10.0,
-                 same_tolerance_px: float = 10.0) -> None:
+                 same_tolerance_px: float = 10.0, still_s: float = 0.0) -> None:
         if still_frames < 1:
             raise ValueError(f"still_frames must be >= 1, got {still_frames}")
         if rest_timeout_s <= 0:
             raise ValueError(f"rest_timeout_s must be > 0, got {rest_timeout_s}")
+        if not still_s >= 0:
+            raise ValueError(f"still_s must be >= 0, got {still_s}")
         self.still_frames = int(still_frames)
+        self.still_s = float(still_s)
         self.rest_timeout_s = float(rest_timeout_s)
         self.same_tolerance_px = float(same_tolerance_px)
         self.phase = SETTLING
@@ -312,7 +318,7 @@ class RollLifecycle:
                 and self._still < self.still_frames:
             self.phase = SETTLING
             return Step(STEP_TIMEOUT)
-        if self._still >= self.still_frames:
+        if self._still >= self.still_frames and t - self._rest_t >= self.still_s - 1e-9:
             self._reading_from, self.phase = self.phase, "reading"
             return Step(STEP_READ, rest_t=self._rest_t)
         return Step(STEP_NONE)

@@ -440,7 +440,7 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         table_id=cfg.table.id, store=store, publisher=publisher,
         lamps=LampController(driver, flash_s=cfg.lamps.flash_s, brightness=cfg.lamps.brightness),
         reader=reader,
-        lifecycle=RollLifecycle(v.still_frames, v.rest_timeout_s, v.same_die_tolerance_px),
+        lifecycle=RollLifecycle(v.still_frames, v.rest_timeout_s, v.same_die_tolerance_px, v.still_s),
         motion=MotionDetector(area, threshold=v.motion_threshold, min_pixels=v.motion_min_pixels,
                               width=v.motion_width, die_side_px=die_side),
         policy=cfg.rules.build(), min_confidence=v.min_confidence, min_presence=v.min_presence,

@@ -107,6 +107,17 @@ def test_motion_then_rest_then_read():
     assert lc.phase == DECIDED
 
 
+def test_rest_needs_still_s_seconds_at_any_frame_rate():
+    """8 still frames are 0.23 s at 30 fps but 0.12 s at 60 fps: with still_s = 0.2 the 60 fps
+    read waits for the 13th still frame (0.2 s), the 30 fps one still comes at the 8th."""
+    for dt, n_read in ((1 / 30, 8), (1 / 60, 13)):
+        lc = RollLifecycle(still_frames=8, rest_timeout_s=5, still_s=0.2)
+        steps = run(lc, [False] * 20, dt=dt)
+        assert steps.index("read") + 1 == n_read, (dt, steps)
+    with pytest.raises(ValueError, match="still_s"):
+        RollLifecycle(still_s=-1.0)
+
+
 def test_rest_needs_consecutive_still_frames():
     lc = RollLifecycle(still_frames=3, rest_timeout_s=5)
     started(lc)

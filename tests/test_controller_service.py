@@ -80,7 +80,9 @@ def make_service(tmp_path, publisher, **vision):
     tmp_path.mkdir(parents=True, exist_ok=True)
     cfg = TableConfig.model_validate({
         "table": {"id": "t-test"},
-        "vision": {"still_frames": 5, "rest_timeout_s": 2.0, **vision},
+        # rest after 5 still frames whatever their span (still_s 0): these synthetic throws
+        # count frames; test_controller_lifecycle covers still_s
+        "vision": {"still_frames": 5, "still_s": 0.0, "rest_timeout_s": 2.0, **vision},
         "lamps": {"driver": "none"},
         "state": {"db": str(tmp_path / "state.sqlite")},
         "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")},
