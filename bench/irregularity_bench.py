@@ -116,7 +116,9 @@ def truth_reasons(states: list[DieState], moving: bool) -> list[Reason]:
     # a die in the bank, the cup or on a rail is judged by where it is ((k)(2)(iii)-(iv)); the
     # cocked-die rule (h)(1)(i) is for dice on the layout
     on_layout = [s for s in on_table if s.rests_on in ("felt", "chips", "die")]
-    if any(len(s.objects_under()) > 1 for s in on_layout):
+    # (h)(1)(i) is about a die that does not land flat: a flat die pressed sideways against
+    # the rail and the cup rests on the felt
+    if any(len(s.objects_under()) > 1 and not s.flat for s in on_layout):
         found.append(Reason.DIE_ON_SEVERAL_OBJECTS)
     if any(not s.flat for s in on_layout):
         found.append(Reason.DIE_NOT_FLAT)

@@ -409,7 +409,11 @@ class TableSim:
         if "floor" in classes or z < -g.die_size or not (-R <= x <= g.length + R and -R <= y <= g.width + R):
             return "off-table"
         if "cup" in classes:
-            return "cup"
+            # in the cup, or on its rim; a die on the felt against the cup's outside is on the
+            # layout with a side touching the cup, as one against a rail
+            cx, cy = g.cup_centre
+            if math.hypot(x - cx, y - cy) < g.cup_radius or "cup" in below:
+                return "cup"
         if "bank" in classes:
             return "bank"
         if ("rail" in below or "far_wall" in below) and z > g.wall_height * 0.5:

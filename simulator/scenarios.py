@@ -304,7 +304,7 @@ def irregularities(states: list[DieState], moving: bool) -> set[str]:
         if not s.struck_far_wall:
             out.add("short-throw")
         on_objects = {(x["face"]) for x in s.sides if x["on"] not in ("felt", "floor")}
-        if len(on_objects) >= 2:
+        if len(on_objects) >= 2 and not s.flat:   # (h)(1)(i): a die that does not land flat
             out.add("cocked-two-objects")
         elif len(on_objects) == 1 and not s.flat and s.rests_on == "chips":
             out.add("cocked-on-chips")
