@@ -314,22 +314,10 @@ def _classical_value(img: np.ndarray, x: float, y: float, size: float) -> tuple[
     window of FALLBACK_WINDOW boxes around it (``(None, 0, None)`` when it reads none there)."""
     from vision import reader
 
-    classical = getattr(reader, "read_dice_classical", None) or reader.read_dice
-    h, w = img.shape[:2]
-    half = FALLBACK_WINDOW * size / 2
-    x0, y0 = max(0, int(x - half)), max(0, int(y - half))
-    x1, y1 = min(w, int(np.ceil(x + half))), min(h, int(np.ceil(y + half)))
-    if x1 - x0 < 16 or y1 - y0 < 16:
+    r = reader.read_classical_near(img, (x, y), FALLBACK_WINDOW * size, 0.5 * size, expected_side_px=size / 1.2)
+    if r is None or r.value is None:
         return None, 0.0, None
-    reads = classical(np.ascontiguousarray(img[y0:y1, x0:x1]), expected_side_px=size / 1.2)
-    best = None
-    for r in reads:
-        d = float(np.hypot(r.centre[0] + x0 - x, r.centre[1] + y0 - y))
-        if d < 0.5 * size and (best is None or d < best[0]):
-            best = (d, r)
-    if best is None or best[1].value is None:
-        return None, 0.0, None
-    return best[1].value, float(best[1].confidence), bool(best[1].flat)
+    return r.value, float(r.confidence), bool(r.flat)
 
 
 def _reading(x: float, y: float, size: float, score: float, p: np.ndarray, value: int | None,

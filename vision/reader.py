@@ -235,28 +235,30 @@ def read_die_at(image: np.ndarray, centre: tuple[float, float], side_px: float, 
 
     if _choice(method) == "learned":
         return learned.read_die_at(image, centre, side_px)
-    img = check_image(image, "read_die_at image")
-    win, (x0, y0) = _window(img, centre, 3.0 * side_px)
-    if min(win.shape[:2]) < 16:
+    return read_classical_near(check_image(image, "read_die_at image"), centre, 3.0 * side_px, 0.7 * side_px,
+                               expected_side_px=side_px)
+
+
+def read_classical_near(img: np.ndarray, centre: tuple[float, float], window_px: float, max_dist_px: float, *,
+                        expected_side_px: float | None = None) -> DieReading | None:
+    """The classical reader on a square window of ``window_px`` pixels around ``centre``: the
+    die read nearest ``centre`` if within ``max_dist_px``, in frame pixels, else ``None``
+    (also for a window under 16 pixels). ``img``: a checked uint8 frame."""
+    h, w = img.shape[:2]
+    half = window_px / 2
+    x0, y0 = max(0, int(centre[0] - half)), max(0, int(centre[1] - half))
+    x1, y1 = min(w, int(np.ceil(centre[0] + half))), min(h, int(np.ceil(centre[1] + half)))
+    if x1 - x0 < 16 or y1 - y0 < 16:
         return None
-    reads = read_dice_classical(win, expected_side_px=side_px)
-    near = [r for r in reads if np.hypot(r.centre[0] + x0 - centre[0], r.centre[1] + y0 - centre[1]) < 0.7 * side_px]
+    reads = read_dice_classical(np.ascontiguousarray(img[y0:y1, x0:x1]), expected_side_px=expected_side_px)
+    dist = [float(np.hypot(r.centre[0] + x0 - centre[0], r.centre[1] + y0 - centre[1])) for r in reads]
+    near = [(d, r) for d, r in zip(dist, reads) if d < max_dist_px]
     if not near:
         return None
-    r = near[0]
+    r = min(near, key=lambda dr: dr[0])[1]
     return DieReading(value=r.value, bbox=(r.bbox[0] + x0, r.bbox[1] + y0, r.bbox[2] + x0, r.bbox[3] + y0),
                       centre=(r.centre[0] + x0, r.centre[1] + y0), confidence=r.confidence, flat=r.flat,
                       side_px=r.side_px, angle_deg=r.angle_deg, extra=dict(r.extra))
-
-
-def _window(img: np.ndarray, centre: tuple[float, float], side: float) -> tuple[np.ndarray, tuple[int, int]]:
-    """The part of ``img`` within a square of ``side`` pixels around ``centre`` and its
-    top-left corner ``(x0, y0)``."""
-    h, w = img.shape[:2]
-    half = side / 2
-    x0, y0 = max(0, int(centre[0] - half)), max(0, int(centre[1] - half))
-    x1, y1 = min(w, int(np.ceil(centre[0] + half))), min(h, int(np.ceil(centre[1] + half)))
-    return np.ascontiguousarray(img[y0:y1, x0:x1]), (x0, y0)
 
 
 def read_dice_classical(image: np.ndarray, *, expected_side_px: float | None = None) -> list[DieReading]:
