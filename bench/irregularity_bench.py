@@ -11,8 +11,8 @@ from what a camera gives:
 * ``--mode truth``: an ideal reader (values, centres, flatness from the ground truth) and the
   physics centres as the track: this measures the detectors and the policy alone.
 
-``--wall-sensor``: the rig has a far-wall strike sensor; the physics' far-wall contacts are its
-strikes (times only; a sensor cannot tell the dice apart). In camera
+``--wall-sensor``: the rig has a far-wall strike sensor; each die's first far-wall contact in
+the physics is a strike (times only; a sensor cannot tell the dice apart). In camera
 mode a die the reader did not find where the track saw one come to rest is read there
 (``vision.reader.read_die_at``).
 
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS[1:]))
     ap.add_argument("--fps", type=float, default=60.0)
     ap.add_argument("--wall-sensor", action="store_true",
-                    help="the rig has a far-wall strike sensor: the physics' wall contacts are its strikes "
+                    help="the rig has a far-wall strike sensor: each die's first far-wall contact is a strike "
                          "(times only)")
     ap.add_argument("--budget-s", type=float, default=0.0, help="stop after this many seconds (0: no limit)")
     ap.add_argument("--show-wrong", type=int, default=5, help="print up to N wrong verdicts per scenario")

@@ -60,6 +60,8 @@ class ThrowTracker:
         self.side = float(die_side_px)
         self.threshold = int(threshold)
         self.scale = max(1, int(scale))
+        #: full-size pixel of a downscaled pixel's centre: k -> scale * k + (scale - 1) / 2
+        self._off = (self.scale - 1) / 2
         if max_dice not in (1, 2):
             raise ValueError(f"max_dice must be 1 or 2, got {max_dice}")
         self.max_dice = int(max_dice)
@@ -116,8 +118,8 @@ class ThrowTracker:
             area = float(stats[i][4])
             if area < 0.3 * die_area:
                 continue
-            off = (self.scale - 1) / 2   # a downscaled pixel k covers full-size pixels scale*k ..
-            out.append((float(cents[i][0]) * self.scale + off, float(cents[i][1]) * self.scale + off, area / die_area, i))
+            out.append((float(cents[i][0]) * self.scale + self._off, float(cents[i][1]) * self.scale + self._off,
+                        area / die_area, i))
         out.sort(key=lambda b: -b[2])
         return out, labels
 
@@ -125,7 +127,7 @@ class ThrowTracker:
         """The two dice of one component: 2-means of its pixels (full-size pixel coordinates),
         started from the tracks' predicted positions (or the ends of its long axis)."""
         ys, xs = np.nonzero(labels == label)
-        pts = np.stack([xs, ys], axis=1).astype(np.float64) * self.scale + (self.scale - 1) / 2
+        pts = np.stack([xs, ys], axis=1).astype(np.float64) * self.scale + self._off
         pred = [self._predict(d, t) for d in range(2)]
         if all(p is not None for p in pred) and math.hypot(pred[0][0] - pred[1][0], pred[0][1] - pred[1][1]) > 0.5 * self.side:
             c = np.array(pred, np.float64)
