@@ -12,9 +12,10 @@ from what a camera gives:
   physics centres as the track: this measures the detectors and the policy alone.
 
 ``--wall-sensor``: the rig has a far-wall strike sensor; each die's first far-wall contact in
-the physics is a strike (times only; a sensor cannot tell the dice apart). In camera
-mode a die the reader did not find where the track saw one come to rest is read there
-(``vision.reader.read_die_at``).
+the physics is a strike (times only; a sensor cannot tell the dice apart: the detectors
+credit each strike to the dice the track places at the wall then, controller/far_wall.py). In
+camera mode a die the reader did not find where the track saw one come to rest is read there
+(``vision.reader.read_die_at``). ``--first-seed``: seeds from there (held-out seeds).
 
 Targets (issue 5): per scenario >= 99 % right over 200 seeded throws; over 3,000 natural throws
 no valid roll with a wrong value, and <= 0.5 % to the boxperson.
@@ -285,7 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fps", type=float, default=60.0)
     ap.add_argument("--wall-sensor", action="store_true",
                     help="the rig has a far-wall strike sensor: each die's first far-wall contact is a strike "
-                         "(times only)")
+                         "(times only), credited to the dice the track places at the wall then")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seed of the first throw of each scenario (seeds first-seed .. first-seed + N - 1)")
     ap.add_argument("--budget-s", type=float, default=0.0, help="stop after this many seconds (0: no limit)")
     ap.add_argument("--show-wrong", type=int, default=5, help="print up to N wrong verdicts per scenario")
     args = ap.parse_args(argv)
@@ -296,8 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, list[dict]] = {}
     stopped = False
     # interleave scenarios so that a budget stop leaves every scenario measured
-    seeds = {s: 0 for s, _ in plan}
-    todo = {s: n for s, n in plan}
+    seeds = {s: args.first_seed for s, _ in plan}
+    todo = {s: args.first_seed + n for s, n in plan}
     while any(seeds[s] < todo[s] for s in todo) and not stopped:
         for s in todo:
             if seeds[s] >= todo[s]:
@@ -313,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
     elapsed = time.perf_counter() - t_start
     print(f"irregularity bench: profile {profile.name}, mode {args.mode}"
-          f"{', far-wall sensor' if args.wall_sensor else ''}, {elapsed:.0f} s"
+          f"{', far-wall sensor' if args.wall_sensor else ''}, seeds from {args.first_seed}, {elapsed:.0f} s"
           + (" (stopped by --budget-s: counts below are what was run)" if stopped else ""))
     print(f"{'scenario':20s} {'throws':>6s} {'right':>6s} {'right %':>8s} {'no-roll':>7s} {'boxp':>5s} "
           f"{'roll':>5s} {'wrong value':>11s} {'reason ok':>9s}  expected kinds")

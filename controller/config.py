@@ -148,7 +148,8 @@ class RulesSection(_Section):
             the table), find a die on the other die, cocked dice and the far-wall strike.
             Without it, a die is in play when its centre is inside ``[vision] table_area``.
         wall_sensor: the rig has a far-wall strike sensor (firmware bridge): its strikes are
-            evidence for 9 NYCRR 5324.52(k)(2)(ii).
+            evidence for 9 NYCRR 5324.52(k)(2)(ii), each credited to the dice the track places
+            at the wall then (controller/far_wall.py).
         track: follow the dice through the motion frames (needs a calibration) to tell whether
             each struck the far wall (9 NYCRR 5324.52(k)(2)(ii)); off: only the sensor decides.
         far_wall_reach_mm: a tracked die struck the far wall only if its centre came within

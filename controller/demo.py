@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 import tempfile
 import threading
@@ -164,6 +165,18 @@ def _demo_source(cfg: TableConfig, args, tmp: Path):
                             "in tests/data/dice or ../shared/data/dice-photos")
 
 
+def _with_wall_sensor(rules, source):
+    """``[rules]`` of a rig with a far-wall strike sensor: ``wall_sensor`` on and, unless the
+    config sets it, ``far_wall_reach_mm`` from the simulated table (the rubber's depth + the
+    die's half diagonal: a die whose centre comes no nearer did not touch the wall), so that
+    a strike is credited only to a die at the wall (controller/far_wall.py)."""
+    update = {"wall_sensor": True}
+    g = getattr(source, "geometry", None)
+    if rules.far_wall_reach_mm is None and g is not None:
+        update["far_wall_reach_mm"] = round(g.rubber_depth + g.die_size / math.sqrt(2), 1)
+    return rules.model_copy(update=update)
+
+
 def run_demo(args: argparse.Namespace) -> int:
     """Run the demo (see the module docstring). Returns the exit status."""
     from bus.config import BusConfig
@@ -201,6 +214,9 @@ def run_demo(args: argparse.Namespace) -> int:
         except FileNotFoundError as exc:  # this build has no frame source at all
             print(f"craps-table demo: {exc}", file=sys.stderr)
             return 1
+        if args.wall_sensor:
+            cfg = cfg.model_copy(update={"rules": _with_wall_sensor(cfg.rules, source)})
+            what += ", far-wall sensor"
         say(f"craps-table demo: table {cfg.table.id}, {what}; {args.rolls} verdicts; "
             f"players {', '.join(p['name'] for p in players)} ({cfg.settlement.profile})")
         publisher = RollPublisher(bus_cfg, cfg.table.id)

@@ -27,11 +27,12 @@ What is detected, and from what (9 NYCRR 5324.52):
   of its centre in table mm; on the rail the die's top is ``wall_height`` above the felt, so its
   centre is corrected for parallax with the height estimated from its apparent size (camera
   height from calibration);
-* a die failing to strike the far end, (k)(2)(ii) and (g): each die's motion track (centres in
-  table mm, shifted by its offset from the dice read at rest) must enter the ``far_wall_band``
-  zone (within ``far_wall_reach_mm`` of the wall when set), or be seen up to two sides past the
-  wall's line; a wall-strike sensor's timestamps count too (none: missed; two or more: struck;
-  one: the track decides);
+* a die failing to strike the far end, (k)(2)(ii) and (g): controller/far_wall.py. Each die's
+  motion track (centres in table mm, shifted by its offset from the dice read at rest) must
+  enter the ``far_wall_band`` zone (within ``far_wall_reach_mm`` of the wall when set), or be
+  seen up to two sides past the wall's line. With a wall-strike sensor: no strike in the throw
+  is a miss; otherwise every die must be at the wall, by its track, at one of the strikes (a
+  strike is credited to every die there, since two dice striking together give one pulse);
 * a cocked die, (h)(1)(i): for a die the reader marks not flat, the objects it touches (chip
   stacks under or beside it, the rails, the chip bank) give the sides resting on objects. More
   than one side: void (``sides_resting`` > 1). Its bottom on a chip stack: the face opposite it
@@ -55,6 +56,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from controller import far_wall
 from controller.irregularity_profile import COCKED_AS_READ, IrregularityProfile
 from controller.policy import NY_5324
 from controller.verdict import ZONE_PLAYING, DieObservation, ThrowFacts, Verdict, decide
@@ -119,6 +121,9 @@ class Tolerances:
             rests on its top edge instead).
         wall_contact: a die centre within this of the playing area's edge touches the rail.
         strike_gap_s: wall-sensor strikes closer than this are one strike (seconds).
+        strike_track_error: a sensor strike is credited to a die the track places within
+            ``far_wall_reach_mm`` (the band's depth when unset) + this x side of the wall then
+            (controller/far_wall.py): the track's error after its offset is taken out.
         open_felt_is_flat: ``True``: a die the reader calls not flat with no object within
             reach (no chip stack, rail, chip bank or other die) is read flat (nothing can hold
             it cocked). ``False`` (default): its face is in dispute (boxperson): the objects on
@@ -139,6 +144,7 @@ class Tolerances:
     lean_min_height: float = 0.6
     wall_contact: float = 0.75
     strike_gap_s: float = 0.005
+    strike_track_error: float = 0.25
     open_felt_is_flat: bool = False
     far_wall_reach_mm: float | None = None
 
@@ -233,80 +239,6 @@ def _is_die(r: DieReading, min_presence: float) -> bool:
     return not (r.value is None and r.confidence < min_presence)
 
 
-def _wall_edge(band: np.ndarray, playing: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The far wall: the edge of the band polygon whose line lies farthest from the playing
-    area's centre (perpendicular distance)."""
-    centre = playing.mean(axis=0) if playing is not None else band.mean(axis=0)
-    n = len(band)
-    edges = [(band[i], band[(i + 1) % n]) for i in range(n) if np.any(band[i] != band[(i + 1) % n])]
-
-    def line_distance(e: tuple[np.ndarray, np.ndarray]) -> float:
-        d = e[1] - e[0]
-        return abs(float(d[0] * (centre[1] - e[0][1]) - d[1] * (centre[0] - e[0][0]))) / float(np.hypot(*d))
-    return max(edges, key=line_distance)
-
-
-def _far_wall_from_track(track, band: np.ndarray | None, n_dice: int, playing: np.ndarray | None = None,
-                         reach_mm: float | None = None, beyond_mm: float = 0.0) -> bool | None:
-    """Each die's track must enter the far-wall band (and, with ``reach_mm``, come within
-    ``reach_mm`` of the wall itself) or be seen up to ``beyond_mm`` beyond the wall's line,
-    within its length (a bounce's turning point a little past the wall, or a die just above
-    it; further out is no place a die can be seen and come back from). ``None`` when the
-    track cannot tell."""
-    if track is None or band is None:
-        return None
-    from camera.calibration import point_in_polygon  # the even-odd test used for the zones
-
-    tracks = [list(t) for t in track if len(t) > 0]
-    if len(tracks) < max(1, n_dice):
-        return None
-    wall_a, wall_b = (np.asarray(e, dtype=np.float64) for e in _wall_edge(band, playing))
-    along = wall_b - wall_a
-    length = float(np.hypot(*along))
-    along = along / length
-    centre = (playing if playing is not None else band).mean(axis=0)
-    inward = np.array([-along[1], along[0]])
-    if float((centre - wall_a) @ inward) < 0:
-        inward = -inward
-
-    def strikes(x: float, y: float) -> bool:
-        rel = np.array([x, y]) - wall_a
-        inside_wall = 0.0 <= float(rel @ along) <= length
-        depth = float(rel @ inward)   # mm from the wall's line towards the table, < 0 beyond it
-        if depth < 0:
-            return inside_wall and depth >= -beyond_mm
-        if not point_in_polygon(band, (x, y)):
-            return False
-        return reach_mm is None or depth <= reach_mm
-
-    reached = [any(strikes(float(x), float(y)) for x, y in _track_points(t)) for t in tracks]
-    return all(reached)
-
-
-def _track_points(t: Sequence[tuple[float, float, float]]) -> list[tuple[float, float]]:
-    """The track's points, plus the turning point of every bounce back from the far end.
-
-    A fast die may strike the wall between two frames (5 m/s is 83 mm a frame at 60 Hz) and
-    never be sampled in the band. Where the x velocity turns from + to -, the incoming and
-    line of the segment before the turn (through the last point going out) and the line of the
-    segment after it (through the first point coming back) meet at the turning point ``x*``; it
-    is added (``y`` interpolated) when it falls between those two points in time.
-    """
-    pts = [(float(p[1]), float(p[2])) for p in t]
-    for k in range(1, len(t) - 2):
-        (ta, xa, _), (tb, xb, yb), (tc, xc, yc), (td, xd, _) = t[k - 1], t[k], t[k + 1], t[k + 2]
-        if not (tb > ta and tc > tb and td > tc):
-            continue
-        vin, vout = (xb - xa) / (tb - ta), (xd - xc) / (td - tc)
-        if vin <= 0 or vout >= 0:
-            continue
-        ts = (xc - xb + vin * tb - vout * tc) / (vin - vout)
-        if tb <= ts <= tc:
-            f = (ts - tb) / (tc - tb)
-            pts.append((xb + vin * (ts - tb), yb + f * (yc - yb)))
-    return pts
-
-
 def _settled_on_table(track, geo: "_Geometry", tol: "Tolerances") -> list[tuple[float, float]]:
     """End points (mm) of the tracks whose die came to rest inside the playing area.
 
@@ -335,44 +267,6 @@ def _settled_on_table(track, geo: "_Geometry", tol: "Tolerances") -> list[tuple[
         if point_in_polygon(playing, (x2, y2)) and _dist_to_boundary(playing, (x2, y2)) >= 0.25 * geo.size:
             out.append((float(x2), float(y2)))
     return out
-
-
-def _track_bias(track, read_at: Sequence[tuple[float, float]], size: float) -> tuple[float, float] | None:
-    """The track's offset (mm) from where the reader put the dice at rest: the mean of
-    (track end - die read) over the dice whose track ended within half a side of one read.
-    A track point is the centroid of everything that differs from the empty table (the die's
-    sides, its shadow), which the light pulls a millimetre or two off the die's centre; the
-    reader's centre is the upper face's. ``None`` without such a pair."""
-    pairs = []
-    for tr in track:
-        if not tr:
-            continue
-        end = (float(tr[-1][1]), float(tr[-1][2]))
-        near = min(read_at, key=lambda q: math.hypot(q[0] - end[0], q[1] - end[1]), default=None)
-        if near is not None and math.hypot(near[0] - end[0], near[1] - end[1]) < 0.5 * size:
-            pairs.append((end[0] - near[0], end[1] - near[1]))
-    if not pairs:
-        return None
-    return float(np.mean([p[0] for p in pairs])), float(np.mean([p[1] for p in pairs]))
-
-
-def _far_wall_from_sensor(strikes: Sequence[float] | None, window: tuple[float, float] | None,
-                          gap_s: float) -> bool | None:
-    if strikes is None:
-        return None
-    ts = sorted(float(t) for t in strikes
-                if window is None or window[0] <= float(t) <= window[1])
-    distinct = 0
-    last = -math.inf
-    for t in ts:
-        if t - last > gap_s:
-            distinct += 1
-        last = t
-    if distinct == 0:
-        return False
-    if distinct >= 2:
-        return True
-    return None
 
 
 def observe_throw(readings: Sequence[DieReading], *, calibration=None,
@@ -597,34 +491,38 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
 
     # --- far-wall strike, 5324.52(k)(2)(ii) and (g) --------------------------------------------
     band = geo.zones.get("far_wall_band") if geo is not None else None
-    far_track, need = track, 2
-    if track is not None and track_shared is not None:
-        far_track = [[p for p, sh in zip(t, shared) if not sh] for t, shared in zip(track, track_shared)]
-    if track is not None and geo is not None and len(readings_seen := [d for d in dice if not d.extra.get("hidden")]) < 2:
+    tracks, need = (list(track) if track is not None else None), 2
+    shared = None
+    if tracks is not None:
+        shared = list(track_shared) if track_shared is not None else [[False] * len(t) for t in tracks]
+    if tracks is not None and geo is not None and len(readings_seen := [d for d in dice if not d.extra.get("hidden")]) < 2:
         # a die left the table: (k)(1) voids the roll whatever it struck on its way; the far
         # wall is judged on the dice whose tracks came to rest on the table
-        far_track = [f for t, f in zip(track, far_track) if t and _settled_on_table([t], geo, tol)]
+        keep = [i for i, t in enumerate(tracks) if t and _settled_on_table([t], geo, tol)]
+        tracks, shared = [tracks[i] for i in keep], [shared[i] for i in keep]
         need = max(1, len(readings_seen))
-    if far_track is not None and geo is not None:
-        bias = _track_bias(track, [p for p, d in zip(positions, dice) if p is not None and not d.extra.get("from")],
-                           geo.size)
+    if tracks is not None and geo is not None:
+        bias = far_wall.track_offset(track, [p for p, d in zip(positions, dice)
+                                             if p is not None and not d.extra.get("from")], geo.size)
         if bias is not None:
-            far_track = [[(t, x - bias[0], y - bias[1]) for t, x, y in tr] for tr in far_track]
+            tracks = [[(t, x - bias[0], y - bias[1]) for t, x, y in tr] for tr in tracks]
             if math.hypot(*bias) >= 0.1:
                 notes.append(f"track corrected by ({-bias[0]:.1f}, {-bias[1]:.1f}) mm, "
                              "its offset from the dice read at rest")
-    by_track = _far_wall_from_track(far_track, band, need, geo.zones.get("playing") if geo is not None else None,
-                                    tol.far_wall_reach_mm, 2.0 * geo.size if geo is not None else 0.0)
-    by_sensor = _far_wall_from_sensor(wall_strikes, window, tol.strike_gap_s)
-    if by_sensor is False:
-        struck = False
-    elif by_track is not None:
-        struck = by_track
+    far_track = None if tracks is None else [[p for p, sh in zip(t, s) if not sh] for t, s in zip(tracks, shared)]
+    wall = far_wall.wall_of(band, geo.zones.get("playing")) if band is not None else None
+    reach = tol.far_wall_reach_mm
+    if reach is None and wall is not None:
+        reach_touch = max(wall.depth(float(x), float(y)) for x, y in band)  # the band's depth
     else:
-        struck = by_sensor
+        reach_touch = reach if reach is not None else 0.0
+    found = far_wall.decide(far_track, need, wall, band, wall_strikes, window,
+                            reach_mm=reach, beyond_mm=2.0 * geo.size if geo is not None else 0.0,
+                            attribution_reach_mm=reach_touch + tol.strike_track_error * (geo.size if geo else 0.0),
+                            gap_s=tol.strike_gap_s)
+    struck = found.struck
     if struck is False:
-        notes.append("a die did not strike the far wall "
-                      f"({'sensor: no strike' if by_sensor is False else 'track: not in the far-wall band'}), (k)(2)(ii)")
+        notes.append(f"a die did not strike the far wall ({found.how}), (k)(2)(ii)")
     facts = ThrowFacts(timed_out=timed_out, struck_far_wall=struck)
     return ObservedThrow(tuple(observations), facts, tuple(positions), tuple(notes))
 

@@ -6,7 +6,7 @@
     a replay with no readable photo (``camera.errors.BadInputError``) or missing bus keys; 1 when
     the frame source fails.
 
-``craps-table demo [--rolls N]``
+``craps-table demo [--rolls N] [--wall-sensor]``
     the service on the simulated table (or, where the simulator is not available, a replay of
     dice photos) with a settlement subscriber in a thread; prints one line per roll and per
     settled wager and exits 0 after N verdicts. Needs no setup: state, journal and keys go to a
@@ -89,6 +89,9 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--config", type=Path, default=None,
                             help="table config (default: the shipped config/table.toml); its bus, "
                                  "state and lamp settings are replaced by temporary ones")
+        parser.add_argument("--wall-sensor", action="store_true",
+                            help="the simulated table has a far-wall strike sensor ([rules] wall_sensor): "
+                                 "its strikes join the motion track in the far-wall decision")
         parser.add_argument("--verbose", action="store_true", help="log the service's work")
         return
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="table config TOML")
@@ -598,7 +601,9 @@ def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object,
     """The irregularity detectors and boxperson calls of ``[rules]`` and ``[boxperson]``: a
     :class:`controller.throw_observer.ThrowObserver` with the calibration (``rules.calibration``
     or the source's own), a call registry, and the command server ``craps-table decide`` talks
-    to.
+    to. With ``rules.wall_sensor`` and a source that simulates the sensor
+    (``SimSource.on_wall_strike``), its strikes go to the observer (a rig's sensor comes through
+    the firmware bridge instead: :func:`connect_firmware_inputs`).
 
     Returns:
         ``(observer, closers)``: the service's observe hook, and what to close with it.
@@ -627,6 +632,8 @@ def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object,
                              min_presence=cfg.vision.min_presence,
                              tolerances=Tolerances(far_wall_reach_mm=cfg.rules.far_wall_reach_mm),
                              reread=functools.partial(read_die_at, method=cfg.vision.reader))
+    if cfg.rules.wall_sensor and hasattr(source, "on_wall_strike"):
+        source.on_wall_strike(observer.wall_strike)   # the simulated table's far-wall sensor
     hook = AreaZones(observer, area) if calibration is None and area else observer
     closers = []
     if cfg.boxperson.endpoint:

@@ -10,9 +10,13 @@ by ``scale``; the largest difference of the three channels), threshold, opening,
 largest are one die each; a lone component holds both dice when it covers ``together_areas``
 die areas, else one; a component holding both dice (two dice touching) is split in two by
 k-means on its pixels (Lloyd's iterations from the tracks' predicted positions), so that each
-die keeps its own centre while they touch. Components are assigned to the two tracks by the least total distance to
-each track's predicted position (constant velocity from its last two points); both tracks take
-the two halves of a split component. Each point is the
+die keeps its own centre while they touch. A smaller component of ``both_areas`` that both
+tracks are predicted within two sides of (two dice touching at a wall, which hides part of
+their shadows) gives both tracks its centroid.
+Components are assigned to the two tracks by the least total distance to each track's predicted
+position (constant velocity from its last two points, mirrored back into the playing area when
+it falls beyond a wall: at 60 fps a die bounces off the far wall between two frames); both
+tracks take the two halves of a split component. Each point is the
 component's centroid mapped to the felt plane by the calibration's homography, corrected for
 the parallax of a die's centre half a side above the felt when the calibration knows the camera
 height (``Calibration.felt_point``); a die in the air appears further out still (at 50 mm up,
@@ -42,6 +46,8 @@ class ThrowTracker:
         max_dice: dice tracked (2).
         together_areas: a lone component of at least this many die areas holds both dice (a
             die with its shadow and side faces covers up to about two die areas).
+        both_areas: a lone component of at least this many die areas also holds both dice
+            when both tracks are predicted within two sides of it; both take its centroid.
 
     Example::
 
@@ -53,7 +59,7 @@ class ThrowTracker:
     """
 
     def __init__(self, calibration, *, die_side_px: float, threshold: int = 40, scale: int = 2,
-                 max_dice: int = 2, together_areas: float = 2.5) -> None:
+                 max_dice: int = 2, together_areas: float = 2.5, both_areas: float = 2.0) -> None:
         if die_side_px <= 0:
             raise ValueError(f"die_side_px must be > 0, got {die_side_px}")
         self.cal = calibration
@@ -66,6 +72,7 @@ class ThrowTracker:
             raise ValueError(f"max_dice must be 1 or 2, got {max_dice}")
         self.max_dice = int(max_dice)
         self.together_areas = float(together_areas)
+        self.both_areas = float(both_areas)
         self._bg: np.ndarray | None = None
         self._mask: np.ndarray | None = None
         self._tracks: list[list[tuple[float, float, float]]] = [[] for _ in range(self.max_dice)]
@@ -97,10 +104,30 @@ class ThrowTracker:
         else:
             mask[:] = 255
         self._mask = mask
+        self._edges = self._inner_edges(playing)
         self._tracks = [[] for _ in range(self.max_dice)]
         self._shared = [[] for _ in range(self.max_dice)]
         self._last_px = [None] * self.max_dice
         self._prev_px = [None] * self.max_dice
+
+    def _inner_edges(self, playing) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The playing area's edges in full-size pixels as ``(point, inward unit normal)``,
+        moved half a die side inwards (the nearest a die's centre comes to a wall)."""
+        if playing is None:
+            return []
+        px = self.cal.to_px(np.asarray(playing, dtype=np.float64)).reshape(-1, 2)
+        centre = px.mean(axis=0)
+        out = []
+        for a, b in zip(px, np.roll(px, -1, axis=0)):
+            d = b - a
+            n = float(np.hypot(*d))
+            if n == 0:
+                continue
+            normal = np.array([-d[1], d[0]]) / n
+            if float((centre - a) @ normal) < 0:
+                normal = -normal
+            out.append((a + normal * 0.5 * self.side, normal))
+        return out
 
     def _blobs(self, grey: np.ndarray) -> tuple[list[tuple[float, float, float, int]], np.ndarray]:
         """Components ``(x_px, y_px, area in die areas, label)``, largest first, and the label
@@ -161,8 +188,11 @@ class ThrowTracker:
         shared = False
         if len(blobs) >= 2:
             points = [(x, y) for x, y, _, _ in blobs[: self.max_dice]]
-        elif blobs[0][2] >= self.together_areas and self.max_dice == 2:
+        elif self.max_dice == 2 and blobs[0][2] >= self.together_areas:
             points = self._split(labels, blobs[0][3], float(t))
+            shared = True
+        elif self.max_dice == 2 and self._both_in(blobs[0], float(t)):
+            points = [(blobs[0][0], blobs[0][1])] * 2    # too small to split: both at its centroid
             shared = True
         else:
             points = [(blobs[0][0], blobs[0][1])]
@@ -179,6 +209,22 @@ class ThrowTracker:
             self._prev_px[d] = self._last_px[d]
             self._last_px[d] = (float(t), p[0], p[1])
 
+    def _both_in(self, blob: tuple[float, float, float, int], t: float) -> bool:
+        """A lone component below ``together_areas`` (too small to split) still holds both
+        dice when it covers
+        ``both_areas`` die areas and both tracks, seen in the last ``0.05`` s, are predicted
+        within two sides of its centroid (two dice touching at a wall, where the wall hides part
+        of their shadows)."""
+        if blob[2] < self.both_areas:
+            return False
+        for d in range(2):
+            last, q = self._last_px[d], self._predict(d, t)
+            if last is None or q is None or t - last[0] > 0.05:
+                return False
+            if math.hypot(q[0] - blob[0], q[1] - blob[1]) > 2.0 * self.side:
+                return False
+        return True
+
     def _predict(self, d: int, t: float) -> tuple[float, float] | None:
         """Where track ``d`` should be at ``t``: constant velocity from its last two points."""
         last, prev = self._last_px[d], self._prev_px[d]
@@ -187,7 +233,12 @@ class ThrowTracker:
         if prev is None or last[0] <= prev[0]:
             return last[1], last[2]
         k = (t - last[0]) / (last[0] - prev[0])
-        return last[1] + k * (last[1] - prev[1]), last[2] + k * (last[2] - prev[2])
+        p = np.array([last[1] + k * (last[1] - prev[1]), last[2] + k * (last[2] - prev[2])])
+        for a, normal in getattr(self, "_edges", []):   # bounced off a wall: mirrored back
+            depth = float((p - a) @ normal)
+            if depth < 0:
+                p = p - 2.0 * depth * normal
+        return float(p[0]), float(p[1])
 
     def _assign(self, points: Sequence[tuple[float, float]], t: float) -> dict[int, tuple[float, float]]:
         """Track index -> point, by least total distance to the tracks' predicted positions."""

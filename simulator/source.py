@@ -69,6 +69,11 @@ class SimSource:
         realtime: sleep so frames come no faster than ``fps`` (for a live service); tests
             leave it off.
 
+    A simulated far-wall strike sensor: :meth:`on_wall_strike` registers a callback that is
+    given, before the frame in which it happens, each die's first contact with the far wall in
+    the physics, as a time on the frame clock (``Frame.t``, s). A sensor cannot tell the dice
+    apart: the callback gets the time only.
+
     Raises:
         ValueError: unknown scenario, ``throws`` < 0, ``seed`` < 0, or bad camera/geometry values
             (pydantic.ValidationError is a ValueError).
@@ -96,6 +101,13 @@ class SimSource:
         self._renderers: dict[TableGeometry, Renderer] = {}
         self._sims: dict[TableGeometry, TableSim] = {}
         self._base = self._renderer(self.geometry)
+        self._strike_sinks: list = []
+
+    def on_wall_strike(self, callback) -> None:
+        """Call ``callback(t_s)`` at every simulated far-wall strike (see the class docstring):
+        the sensor of a rig that has one (``[rules] wall_sensor``), e.g.
+        ``ThrowObserver.wall_strike``."""
+        self._strike_sinks.append(callback)
 
     # ---- what the controller needs for its zones ---------------------------------------------
     @property
@@ -198,6 +210,7 @@ class SimSource:
             if gate is not None:
                 gate.clear()
             sim.reset(plan.starts, plan.agitate_s, plan.seed)
+            rung = 0                    # wall hits already given to the strike sinks
             cap = max(plan.timeout_s, plan.agitate_s + 4.0)
             sub = self.camera_config.motion_blur
             late = False        # still moving when the timeout expired
@@ -209,6 +222,10 @@ class SimSource:
                     sim.advance(dt / sub)
                     for i, (p, q) in enumerate(sim.poses()):
                         poses[i].append(DicePose(p, q))
+                for t_hit, _ in sim.wall_hits[rung:]:   # the frame shows sim.t at t_table
+                    for sink in self._strike_sinks:
+                        sink(round(t_table + (t_hit - sim.t), 6))
+                rung = len(sim.wall_hits)
                 if sim.t >= plan.timeout_s - 1e-9 and sim.t - dt < plan.timeout_s - 1e-9:
                     late = sim.moving()
                 moving = sim.moving() and sim.t < cap

@@ -73,3 +73,20 @@ def test_demo_command_exits_0():
     verdict_lines = [ln for ln in out if ln.split(" ")[0] in ("ROLL", "NO", "BOXPERSON")]
     assert len(verdict_lines) == 3, proc.stdout
     assert out[-2].startswith("done: 3 verdicts")
+
+
+def test_demo_wall_sensor_rules():
+    """``demo --wall-sensor``: the sensor on, and the far-wall reach from the simulated table
+    (rubber 10 mm + half the die's 19.05 mm diagonal) unless the config sets one."""
+    from types import SimpleNamespace
+
+    from controller.config import TableConfig
+    from controller.demo import _with_wall_sensor
+    from simulator.geometry import TableGeometry
+
+    source = SimpleNamespace(geometry=TableGeometry())
+    rules = _with_wall_sensor(TableConfig().rules, source)
+    assert (rules.wall_sensor, rules.far_wall_reach_mm) == (True, 23.5)
+    set_ = TableConfig().rules.model_copy(update={"far_wall_reach_mm": 30.0})
+    assert _with_wall_sensor(set_, source).far_wall_reach_mm == 30.0
+    assert _with_wall_sensor(TableConfig().rules, object()).far_wall_reach_mm is None

@@ -66,3 +66,32 @@ def test_read_dice_method_overrides_the_environment(monkeypatch):
     assert calls == ["learned", "classical"]
     with pytest.raises(ValueError, match="method='neural'"):
         reader.read_dice(img, method="neural")
+
+
+class _SensorSource:
+    """A frame source that simulates a far-wall sensor (as ``SimSource.on_wall_strike``)."""
+
+    def __init__(self) -> None:
+        self.sinks = []
+
+    def on_wall_strike(self, callback) -> None:
+        self.sinks.append(callback)
+
+
+@pytest.mark.parametrize("wall_sensor", [True, False])
+def test_simulated_wall_sensor_reaches_the_observer_only_when_the_rig_has_one(wall_sensor):
+    from controller.service_cli import build_observer
+
+    cfg = _cfg(wall_sensor=wall_sensor)
+    cfg = cfg.model_copy(update={"boxperson": cfg.boxperson.model_copy(update={"endpoint": ""})})
+    source = _SensorSource()
+    hook, closers = build_observer(cfg, source=source, area=None)
+    try:
+        observer = getattr(hook, "observer", hook)
+        assert len(source.sinks) == (1 if wall_sensor else 0)
+        for sink in source.sinks:
+            sink(1.25)
+        assert observer._strikes == ([1.25] if wall_sensor else [])
+    finally:
+        for close in closers:
+            close()

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from camera.calibration import Calibration
+from controller import far_wall
 from controller.irregularity import TableObject, Tolerances, judge, observe_throw, opposite_face
 from controller.irregularity_profile import load_profile
 from controller.reasons import Reason
@@ -336,9 +337,11 @@ def test_track_offset_from_the_dice_read_at_rest_is_taken_out():
     assert (v.kind, v.reason) == ("no-roll", Reason.FAR_WALL_MISSED)
     assert any("track corrected by (-3.5, -0.0) mm" in n or "track corrected by (-3.5, 0.0) mm" in n
                for n in obs.notes), obs.notes
-    # the same track read as it is, without dice at rest to measure it against, would reach
-    v, _ = judge([], calibration=CAL, objects=CHIPS, track=[biased(along_wall), biased(struck)], tolerances=reach)
-    assert v.reason is not Reason.FAR_WALL_MISSED
+    # the same track taken as it is would reach the wall (22 mm from it): the offset decides
+    band = np.asarray(GEOM.zones()["far_wall_band"], dtype=np.float64)
+    wall = far_wall.wall_of(band, np.asarray(GEOM.zones()["playing"], dtype=np.float64))
+    assert far_wall.reached_by_track([biased(along_wall)], wall, band, 23.5) == [True]
+    assert far_wall.reached_by_track([along_wall], wall, band, 23.5) == [False]
 
 
 def test_far_wall_leaves_out_points_of_the_two_dice_touching():

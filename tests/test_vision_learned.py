@@ -24,12 +24,23 @@ def test_weights_are_in_the_repo_and_small() -> None:
     assert L.models_present()
     assert L.CENTRES_ONNX.stat().st_size + L.FACES_ONNX.stat().st_size < 2_000_000
     det, face = L._nets()
-    face.setInput(np.zeros((2, 3, L.CROP, L.CROP), np.float32))
-    out = face.forward()
+    out = face(np.zeros((2, 3, L.CROP, L.CROP), np.float32))
     assert out.shape == (2, 11)   # 7 classes, P(flat), centre offset x, y, log size
     np.testing.assert_allclose(out[:, :7].sum(axis=1), 1.0, atol=1e-4)
-    det.setInput(np.zeros((1, 3, 64, 96), np.float32))
-    assert det.forward().shape == (1, 2, 16, 24)
+    assert det(np.zeros((1, 3, 64, 96), np.float32)).shape == (1, 2, 16, 24)
+
+
+def test_onnxruntime_and_opencv_give_the_same_outputs() -> None:
+    pytest.importorskip("onnxruntime", reason="onnxruntime not installed: only cv2.dnn to compare")
+    rng = np.random.default_rng(3)
+    crops = rng.standard_normal((5, 3, L.CROP, L.CROP)).astype(np.float32)
+    image = rng.random((1, 3, 72, 120)).astype(np.float32)
+    for path, x in ((L.FACES_ONNX, crops), (L.CENTRES_ONNX, image)):
+        a, b = L.OnnxNet(path, "onnxruntime"), L.OnnxNet(path, "cv2")
+        assert (a.runtime, b.runtime) == ("onnxruntime", "cv2")
+        np.testing.assert_allclose(a(x), b(x).reshape(a(x).shape), atol=1e-4)
+    with pytest.raises(FileNotFoundError, match="nowhere.onnx"):
+        L.OnnxNet(Path("nowhere.onnx"))
 
 
 def test_inference_needs_no_torch() -> None:

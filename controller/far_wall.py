@@ -1,0 +1,286 @@
+"""Did each die strike the far end of the table? 9 NYCRR 5324.52(k)(2)(ii) and (g) (pure).
+
+Two kinds of evidence, on one clock (the frame clock, seconds):
+
+* the **motion track** of the throw (controller/track.py): per die a sequence of
+  ``(t_s, x_mm, y_mm)`` on the felt. A die struck the wall if its track enters the far-wall
+  band (within ``reach_mm`` of the wall's line when set) or is seen a little past the line
+  (:func:`reached_by_track`). A 60 fps track samples a die every 17 ms, in which a fast die
+  moves 80 mm, so the turning point of a bounce is reconstructed (:func:`track_points`);
+* a **wall-strike sensor** (a piezo or switch on the far wall, through the firmware bridge):
+  the times of its pulses. A sensor cannot tell the dice apart, and two dice striking within a
+  few milliseconds give one pulse. Each pulse is credited to **every** die the track places at
+  the wall then (:func:`credited_by_sensor`): its path, straight between track points and
+  through the turning points of bounces, is within reach of the wall at the pulse. A die
+  credited by no pulse, while the track saw it away from the wall at every pulse, did not
+  strike.
+
+:func:`decide` combines them: no pulse at all is a miss whatever the track says; with pulses and
+a track, each die needs a pulse credited to it (a die the track lost at the pulses falls back to
+the track alone); a sensor without a track can only say "struck" when it gave at least as many
+distinct pulses as there are dice.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+#: A track point: ``(t_s, x_mm, y_mm)``.
+Point = tuple[float, float, float]
+
+#: Track points further apart in time than this (seconds) around a pulse: the track lost the
+#: die there (occluded, or touching the other die) and cannot place it.
+MAX_TRACK_GAP_S = 0.1
+
+
+@dataclass(frozen=True)
+class Wall:
+    """The far wall's line in table mm.
+
+    Attributes:
+        a: one end of the wall's line, shape (2,), float64 mm.
+        along: unit vector along the wall, shape (2,).
+        inward: unit vector from the wall towards the table's centre, shape (2,).
+        length: the wall's length, mm.
+    """
+
+    a: np.ndarray
+    along: np.ndarray
+    inward: np.ndarray
+    length: float
+
+    def depth(self, x: float, y: float) -> float:
+        """Distance (mm) of ``(x, y)`` from the wall's line towards the table; < 0 beyond it."""
+        return float((np.array([x, y]) - self.a) @ self.inward)
+
+    def alongside(self, x: float, y: float, margin: float = 0.0) -> bool:
+        """``(x, y)`` lies within the wall's length (± ``margin`` mm)."""
+        s = float((np.array([x, y]) - self.a) @ self.along)
+        return -margin <= s <= self.length + margin
+
+
+def wall_of(band: np.ndarray, playing: np.ndarray | None = None) -> Wall:
+    """The far wall: the edge of the far-wall band polygon (N, 2) mm whose line lies farthest
+    from the playing area's centre (the band's centre without ``playing``).
+
+    Raises:
+        ValueError: the band has fewer than two distinct vertices.
+    """
+    band = np.asarray(band, dtype=np.float64).reshape(-1, 2)
+    centre = playing.mean(axis=0) if playing is not None else band.mean(axis=0)
+    n = len(band)
+    edges = [(band[i], band[(i + 1) % n]) for i in range(n) if np.any(band[i] != band[(i + 1) % n])]
+    if not edges:
+        raise ValueError(f"far_wall_band has no edge: {band.tolist()}")
+
+    def line_distance(e: tuple[np.ndarray, np.ndarray]) -> float:
+        d = e[1] - e[0]
+        return abs(float(d[0] * (centre[1] - e[0][1]) - d[1] * (centre[0] - e[0][0]))) / float(np.hypot(*d))
+    a, b = max(edges, key=line_distance)
+    length = float(np.hypot(*(b - a)))
+    along = (b - a) / length
+    inward = np.array([-along[1], along[0]])
+    if float((centre - a) @ inward) < 0:
+        inward = -inward
+    return Wall(a.copy(), along, inward, length)
+
+
+def track_points(t: Sequence[Point]) -> list[Point]:
+    """The track's points, plus the turning point of every bounce back from the far end, in
+    time order.
+
+    A fast die may strike the wall between two frames (5 m/s is 83 mm a frame at 60 Hz) and
+    never be sampled in the band. Where the x velocity turns from + to -, the line of the
+    segment before the turn (through the last point going out) and the line of the segment after
+    it (through the first point coming back) meet at the turning point ``x*`` at time ``t*``; it
+    is added (``y`` interpolated) when ``t*`` falls between those two points.
+    """
+    pts = [(float(p[0]), float(p[1]), float(p[2])) for p in t]
+    out = list(pts)
+    for k in range(1, len(pts) - 2):
+        (ta, xa, _), (tb, xb, yb), (tc, xc, yc), (td, xd, _) = pts[k - 1], pts[k], pts[k + 1], pts[k + 2]
+        if not (tb > ta and tc > tb and td > tc):
+            continue
+        vin, vout = (xb - xa) / (tb - ta), (xd - xc) / (td - tc)
+        if vin <= 0 or vout >= 0:
+            continue
+        ts = (xc - xb + vin * tb - vout * tc) / (vin - vout)
+        if tb <= ts <= tc:
+            f = (ts - tb) / (tc - tb)
+            out.append((ts, xb + vin * (ts - tb), yb + f * (yc - yb)))
+    out.sort(key=lambda p: p[0])
+    return out
+
+
+def track_offset(track: Sequence[Sequence[Point]], read_at: Sequence[tuple[float, float]],
+                 size: float) -> tuple[float, float] | None:
+    """The track's offset (mm) from where the reader put the dice at rest: the mean of
+    (track end - die read) over the dice whose track ended within half a side (``size`` mm) of
+    one read. A track point is the centroid of everything that differs from the empty table
+    (the die's sides, its shadow), which the light pulls a millimetre or two off the die's
+    centre; the reader's centre is the upper face's. ``None`` without such a pair."""
+    pairs = []
+    for tr in track:
+        if not tr:
+            continue
+        end = (float(tr[-1][1]), float(tr[-1][2]))
+        near = min(read_at, key=lambda q: math.hypot(q[0] - end[0], q[1] - end[1]), default=None)
+        if near is not None and math.hypot(near[0] - end[0], near[1] - end[1]) < 0.5 * size:
+            pairs.append((end[0] - near[0], end[1] - near[1]))
+    if not pairs:
+        return None
+    return float(np.mean([p[0] for p in pairs])), float(np.mean([p[1] for p in pairs]))
+
+
+def reached_by_track(tracks: Sequence[Sequence[Point]], wall: Wall, band: np.ndarray,
+                     reach_mm: float | None = None, beyond_mm: float = 0.0) -> list[bool]:
+    """Per die: its track entered the far-wall band (and, with ``reach_mm``, came within
+    ``reach_mm`` of the wall's line), or was seen up to ``beyond_mm`` beyond the line within the
+    wall's length (a bounce's turning point a little past the wall, or a die just above it;
+    further out is no place a die can be seen and come back from).
+
+    Args:
+        tracks: per die, ``(t_s, x_mm, y_mm)`` points.
+        wall: :func:`wall_of`.
+        band: the far-wall band polygon, shape (N, 2), mm.
+    """
+    from camera.calibration import point_in_polygon  # the even-odd test used for the zones
+
+    def at_wall(x: float, y: float) -> bool:
+        depth = wall.depth(x, y)
+        if depth < 0:
+            return wall.alongside(x, y) and depth >= -beyond_mm
+        if not point_in_polygon(band, (x, y)):
+            return False
+        return reach_mm is None or depth <= reach_mm
+
+    return [any(at_wall(x, y) for _, x, y in track_points(t)) for t in tracks]
+
+
+def pulses(strikes: Sequence[float] | None, window: tuple[float, float] | None, gap_s: float) -> list[float] | None:
+    """The sensor's strikes within ``window`` (``(t0, t1)`` s, inclusive), sorted, with strikes
+    closer than ``gap_s`` to the previous one merged into it (one impact rings the sensor for a
+    few milliseconds). ``None`` when the rig has no sensor (``strikes is None``)."""
+    if strikes is None:
+        return None
+    ts = sorted(float(t) for t in strikes if window is None or window[0] <= float(t) <= window[1])
+    out: list[float] = []
+    last = -math.inf
+    for t in ts:
+        if t - last > gap_s:
+            out.append(t)
+        last = t
+    return out
+
+
+def at_wall_then(track: Sequence[Point], t: float, wall: Wall, reach_mm: float,
+                 slack_s: float = 0.0) -> bool | None:
+    """Was the die of ``track`` touching the wall at some time in ``[t, t + slack_s]`` (s)?
+
+    The track is taken as straight between its points (turning points of bounces included,
+    :func:`track_points`); the die was at the wall if this path comes within ``reach_mm`` of the
+    wall's line, within its length, in that interval. ``slack_s``: a sensor pulse that merged
+    several impacts stands for impacts up to ``slack_s`` after it.
+
+    Returns:
+        ``True``/``False``; ``None`` when the track does not cover the interval (no point at or
+        before ``t``, none at or after ``t + slack_s``, or two points more than
+        :data:`MAX_TRACK_GAP_S` apart around it): it cannot place the die.
+    """
+    pts = track_points(track)
+    t1 = t + slack_s
+    first = next((k for k in range(len(pts) - 1, -1, -1) if pts[k][0] <= t), None)
+    last = next((k for k, p in enumerate(pts) if p[0] >= t1), None)
+    if first is None or last is None:
+        return None
+    if any(pts[k + 1][0] - pts[k][0] > MAX_TRACK_GAP_S for k in range(first, last)):
+        return None
+
+    def at(time: float) -> tuple[float, float]:
+        """The path's point at ``time`` (linear between the points around it)."""
+        for k in range(first, last):
+            (ta, xa, ya), (tb, xb, yb) = pts[k], pts[k + 1]
+            if time <= tb:
+                f = 0.0 if tb <= ta else max(0.0, (time - ta) / (tb - ta))
+                return xa + f * (xb - xa), ya + f * (yb - ya)
+        return pts[last][1], pts[last][2]
+
+    where = [at(t), at(t1)] + [(x, y) for ts, x, y in pts[first:last + 1] if t < ts < t1]
+    return any(wall.depth(x, y) <= reach_mm and wall.alongside(x, y, reach_mm) for x, y in where)
+
+
+def credited_by_sensor(track: Sequence[Point], pulse_times: Sequence[float], wall: Wall, reach_mm: float,
+                       slack_s: float = 0.0) -> bool | None:
+    """One die: ``True`` if the track puts it at the wall at some pulse (:func:`at_wall_then`),
+    ``False`` if it puts it away from the wall at every pulse, ``None`` otherwise (no pulse, or
+    the track lost the die at a pulse)."""
+    if not pulse_times:
+        return None
+    seen = [at_wall_then(track, t, wall, reach_mm, slack_s) for t in pulse_times]
+    if any(s is True for s in seen):
+        return True
+    return None if any(s is None for s in seen) else False
+
+
+@dataclass(frozen=True)
+class FarWallFinding:
+    """What :func:`decide` found.
+
+    Attributes:
+        struck: every die struck the far wall (``True``), a die did not (``False``), or the
+            evidence cannot tell (``None``: the verdict does not void the roll on it).
+        how: what decided it, for the notes (``"sensor: no strike"``, ``"track"``, ...).
+    """
+
+    struck: bool | None
+    how: str
+
+
+def decide(tracks: Sequence[Sequence[Point]] | None, n_dice: int, wall: Wall | None, band: np.ndarray | None,
+           strikes: Sequence[float] | None, window: tuple[float, float] | None, *,
+           reach_mm: float | None, beyond_mm: float, attribution_reach_mm: float,
+           gap_s: float) -> FarWallFinding:
+    """Combine the track and the sensor (see the module docstring), 9 NYCRR 5324.52(k)(2)(ii).
+
+    Args:
+        tracks: per die ``(t_s, x_mm, y_mm)`` points (corrected for the track's offset), or
+            ``None`` when the throw was not tracked; fewer than ``n_dice`` non-empty tracks:
+            the track cannot tell.
+        n_dice: how many dice must have struck (the dice that came to rest on the table).
+        wall, band: :func:`wall_of` and the far-wall band polygon (N, 2) mm; ``None`` without a
+            calibrated band.
+        strikes: sensor strike times, s (frame clock); ``None`` when the rig has no sensor.
+        window: ``(t_throw_start, t_rest)``, s: strikes outside it are not of this throw.
+        reach_mm, beyond_mm: :func:`reached_by_track`.
+        attribution_reach_mm: a die within this of the wall's line touches it (rubber depth +
+            the die's half diagonal + the track's error), for :func:`at_wall_then`.
+        gap_s: strikes closer than this are one pulse.
+    """
+    ps = pulses(strikes, window, gap_s)
+    if ps is not None and not ps:
+        return FarWallFinding(False, "sensor: no strike")
+    tracks = [list(t) for t in tracks] if tracks is not None else None
+    calibrated = wall is not None and band is not None and tracks is not None
+    live = [t for t in tracks if t] if calibrated else []
+    by_track = reached_by_track(live, wall, band, reach_mm, beyond_mm) if len(live) >= max(1, n_dice) else None
+    if ps is None:
+        if by_track is None:
+            return FarWallFinding(None, "no usable track, no sensor")
+        return FarWallFinding(all(by_track), "track" if all(by_track) else "track: not in the far-wall band")
+    per_die: list[bool | None] = []
+    if calibrated and len(live) >= max(1, n_dice):
+        for t in live:
+            credit = credited_by_sensor(t, ps, wall, attribution_reach_mm, gap_s)
+            if credit is None:   # lost at the pulses: the track alone
+                credit = reached_by_track([t], wall, band, reach_mm, beyond_mm)[0]
+            per_die.append(credit)
+    if per_die and any(c is False for c in per_die):
+        return FarWallFinding(False, "sensor strikes, a die away from the wall at every one")
+    if per_die and all(per_die):
+        return FarWallFinding(True, "sensor strikes, each die at the wall at one")
+    if len(ps) >= max(1, n_dice):
+        return FarWallFinding(True, f"sensor: {len(ps)} strikes")
+    return FarWallFinding(None, f"sensor: {len(ps)} strike, no track to tell which die")
