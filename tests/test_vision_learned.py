@@ -1,6 +1,7 @@
-"""The learned dice reader (vision.learned): weights present and small, loaded by OpenCV's dnn
-module without torch; every die of the golden photos read right; an unsure face comes back as
-None with a low confidence; the CRAPS_VISION switch; bad frames raise FrameError."""
+"""The learned dice reader (vision.learned): weights present and small, run by onnxruntime or
+OpenCV's dnn module (same outputs) without torch; every die of the golden photos read right;
+an unsure face comes back as None with a low confidence; the CRAPS_VISION switch; bad frames
+raise FrameError."""
 from __future__ import annotations
 
 import subprocess
@@ -125,3 +126,25 @@ def test_read_die_at_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="side_px"):
         L.read_die_at(table(), (100.0, 100.0), 0.0)
     assert reader.read_die_at(table(), (100.0, 100.0), 30.0, method="classical") is None
+
+
+def test_dice_the_upright_view_is_sure_of_are_not_turned(monkeypatch) -> None:
+    """SURE_VIEW: a die read at p >= 0.995 upright skips the three other turns; the golden
+    photos read the same values either way, with fewer classifier crops."""
+    calls: list[int] = []
+    real = L.OnnxNet.__call__
+
+    def counting(self, x):
+        if self.path == L.FACES_ONNX:
+            calls.append(int(x.shape[0]))
+        return real(self, x)
+
+    monkeypatch.setattr(L.OnnxNet, "__call__", counting)
+    crops, values = {}, {}
+    for sure in (None, 0.995):
+        monkeypatch.setattr(L, "SURE_VIEW", sure)
+        calls.clear()
+        values[sure] = [sorted((d.value or 0) for d in L.read_dice_learned(cv2.imread(str(p)))) for p in PHOTOS]
+        crops[sure] = sum(calls)
+    assert values[0.995] == values[None]
+    assert crops[0.995] < crops[None]
