@@ -75,6 +75,7 @@ class ThrowTracker:
         self.both_areas = float(both_areas)
         self._bg: np.ndarray | None = None
         self._mask: np.ndarray | None = None
+        self._edges: list[tuple[np.ndarray, np.ndarray]] = []
         self._tracks: list[list[tuple[float, float, float]]] = [[] for _ in range(self.max_dice)]
         self._shared: list[list[bool]] = [[] for _ in range(self.max_dice)]
         self._last_px: list[tuple[float, float, float] | None] = [None] * self.max_dice
@@ -211,10 +212,9 @@ class ThrowTracker:
 
     def _both_in(self, blob: tuple[float, float, float, int], t: float) -> bool:
         """A lone component below ``together_areas`` (too small to split) still holds both
-        dice when it covers
-        ``both_areas`` die areas and both tracks, seen in the last ``0.05`` s, are predicted
-        within two sides of its centroid (two dice touching at a wall, where the wall hides part
-        of their shadows)."""
+        dice when it covers ``both_areas`` die areas and both tracks, seen in the last 0.05 s,
+        are predicted within two sides of its centroid (two dice touching at a wall, which
+        hides part of their shadows)."""
         if blob[2] < self.both_areas:
             return False
         for d in range(2):
@@ -226,7 +226,8 @@ class ThrowTracker:
         return True
 
     def _predict(self, d: int, t: float) -> tuple[float, float] | None:
-        """Where track ``d`` should be at ``t``: constant velocity from its last two points."""
+        """Where track ``d`` should be at ``t`` (full-size pixels): constant velocity from its
+        last two points, mirrored back into the playing area across any wall it went beyond."""
         last, prev = self._last_px[d], self._prev_px[d]
         if last is None:
             return None
@@ -234,7 +235,7 @@ class ThrowTracker:
             return last[1], last[2]
         k = (t - last[0]) / (last[0] - prev[0])
         p = np.array([last[1] + k * (last[1] - prev[1]), last[2] + k * (last[2] - prev[2])])
-        for a, normal in getattr(self, "_edges", []):   # bounced off a wall: mirrored back
+        for a, normal in self._edges:   # beyond a wall: it bounced, mirrored back
             depth = float((p - a) @ normal)
             if depth < 0:
                 p = p - 2.0 * depth * normal
