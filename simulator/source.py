@@ -71,7 +71,8 @@ class SimSource:
 
     A simulated far-wall strike sensor: :meth:`on_wall_strike` registers a callback that is
     given, before the frame in which it happens, each die's first contact with the far wall in
-    the physics, as a time on the frame clock (``Frame.t``, s). A sensor cannot tell the dice
+    the physics, as a time on the frame clock (``Frame.t``, s; a frame's time is the middle of
+    its exposure, the mean time of its motion-blur sub-steps). A sensor cannot tell the dice
     apart: the callback gets the time only.
 
     Raises:
@@ -222,9 +223,12 @@ class SimSource:
                     sim.advance(dt / sub)
                     for i, (p, q) in enumerate(sim.poses()):
                         poses[i].append(DicePose(p, q))
-                for t_hit, _ in sim.wall_hits[rung:]:   # the frame shows sim.t at t_table
+                # the frame at t_table shows the poses of its sub-steps, whose mean time is
+                # mid_t: a strike at t_hit is at t_table + (t_hit - mid_t) on the frame clock
+                mid_t = sim.t - dt * (sub - 1) / (2 * sub)
+                for t_hit, _ in sim.wall_hits[rung:]:
                     for sink in self._strike_sinks:
-                        sink(round(t_table + (t_hit - sim.t), 6))
+                        sink(round(t_table + (t_hit - mid_t), 6))
                 rung = len(sim.wall_hits)
                 if sim.t >= plan.timeout_s - 1e-9 and sim.t - dt < plan.timeout_s - 1e-9:
                     late = sim.moving()
