@@ -270,17 +270,12 @@ def decide(tracks: Sequence[Sequence[Point]] | None, n_dice: int, wall: Wall | N
         if by_track is None:
             return FarWallFinding(None, "no usable track, no sensor")
         return FarWallFinding(all(by_track), "track" if all(by_track) else "track: not in the far-wall band")
-    per_die: list[bool | None] = []
-    if calibrated and len(live) >= max(1, n_dice):
-        for t in live:
-            credit = credited_by_sensor(t, ps, wall, attribution_reach_mm, gap_s)
-            if credit is None:   # lost at the pulses: the track alone
-                credit = reached_by_track([t], wall, band, reach_mm, beyond_mm)[0]
-            per_die.append(credit)
-    if per_die and any(c is False for c in per_die):
+    if by_track is not None:
+        # per die: credited by a pulse, or (lost at a pulse) the track alone
+        credits = [credited_by_sensor(t, ps, wall, attribution_reach_mm, gap_s) for t in live]
+        if all(reached if c is None else c for c, reached in zip(credits, by_track)):
+            return FarWallFinding(True, "sensor strikes, each die at the wall at one")
         return FarWallFinding(False, "sensor strikes, a die away from the wall at every one")
-    if per_die and all(per_die):
-        return FarWallFinding(True, "sensor strikes, each die at the wall at one")
     if len(ps) >= max(1, n_dice):
         return FarWallFinding(True, f"sensor: {len(ps)} strikes")
     return FarWallFinding(None, f"sensor: {len(ps)} strike, no track to tell which die")
