@@ -156,7 +156,7 @@ def calibration_for(renderer: Renderer, geometry) -> Calibration:
 def tolerances_for(geometry) -> Tolerances:
     """Detector settings a calibrated table gives: the far-wall reach from the wall's rubber
     depth and the die's half diagonal (a die touching the rubber with a corner)."""
-    return Tolerances(far_wall_reach_mm=geometry.rubber_depth + geometry.die_size / math.sqrt(2))
+    return Tolerances(far_wall_reach_mm=geometry.far_wall_reach_mm)
 
 
 def objects_for(geometry) -> list[TableObject]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 import tempfile
 import threading
@@ -173,7 +172,7 @@ def _with_wall_sensor(rules, source):
     update = {"wall_sensor": True}
     g = getattr(source, "geometry", None)
     if rules.far_wall_reach_mm is None and g is not None:
-        update["far_wall_reach_mm"] = round(g.rubber_depth + g.die_size / math.sqrt(2), 1)
+        update["far_wall_reach_mm"] = round(g.far_wall_reach_mm, 1)
     return rules.model_copy(update=update)
 
 

@@ -190,7 +190,11 @@ def at_wall_then(track: Sequence[Point], t: float, wall: Wall, reach_mm: float,
         before ``t``, none at or after ``t + slack_s``, or two points more than
         :data:`MAX_TRACK_GAP_S` apart around it): it cannot place the die.
     """
-    pts = track_points(track)
+    return _at_wall_then(track_points(track), t, wall, reach_mm, slack_s)
+
+
+def _at_wall_then(pts: Sequence[Point], t: float, wall: Wall, reach_mm: float, slack_s: float) -> bool | None:
+    """:func:`at_wall_then` on the points of :func:`track_points`."""
     t1 = t + slack_s
     first = next((k for k in range(len(pts) - 1, -1, -1) if pts[k][0] <= t), None)
     last = next((k for k, p in enumerate(pts) if p[0] >= t1), None)
@@ -219,7 +223,8 @@ def credited_by_sensor(track: Sequence[Point], pulse_times: Sequence[float], wal
     the track lost the die at a pulse)."""
     if not pulse_times:
         return None
-    seen = [at_wall_then(track, t, wall, reach_mm, slack_s) for t in pulse_times]
+    pts = track_points(track)
+    seen = [_at_wall_then(pts, t, wall, reach_mm, slack_s) for t in pulse_times]
     if any(s is True for s in seen):
         return True
     return None if any(s is None for s in seen) else False

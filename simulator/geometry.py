@@ -117,6 +117,13 @@ class TableGeometry(_Strict):
         return (self.length / 2, self.width - self.cup_radius - 15.0)
 
     @property
+    def far_wall_reach_mm(self) -> float:
+        """Farthest a die's centre can be from the far wall's line and still touch the wall:
+        the rubber's depth plus the die's half diagonal (a corner on the rubber), mm
+        (``controller.irregularity.Tolerances.far_wall_reach_mm``)."""
+        return self.rubber_depth + self.die_size / math.sqrt(2)
+
+    @property
     def bank_stacks(self) -> list[tuple[float, float]]:
         """Centres ``(x, y)`` in mm of the chip columns filling the bank (a packed grid)."""
         x0, y0, x1, y1 = self.bank_rect

@@ -70,19 +70,30 @@ def test_off_table_is_void_in_every_profile(bench):
         assert row["got"][0] == "no-roll" and row["expected"][0] == "no-roll", (name, row)
 
 
+def _camera_tracks(seed: int, *, max_frames: int | None = None, t_max: float | None = None,
+                   scenario: str = "natural"):
+    """Simulate throw ``seed`` of ``scenario`` and track its rendered motion frames (the first
+    ``max_frames``, or those up to ``t_max`` s): ``(throw, tracker)``."""
+    bench = B.Bench(load_profile("ny-5324"), "camera")
+    th = B.simulate(scenario, seed, SIMS, 60.0, keep_poses=True)
+    g = th.plan.geometry
+    ren = bench.renderer(g)
+    cal = B.calibration_for(ren, g)
+    tr = ThrowTracker(cal, die_side_px=cal.die_side_px((550.0, 280.0)))
+    tr.set_background(ren.background)
+    for k in range(len(th.poses) - 1):
+        if (max_frames is not None and k >= max_frames) or (t_max is not None and th.times[k] > t_max):
+            break
+        tr.add(th.times[k], B.render(th, ren, k))
+    return th, tr
+
+
 def test_tracker_follows_both_dice_into_the_far_wall_band():
     """Rendered frames of a natural throw: both tracks reach the far-wall band; a short throw's
     do not."""
-    bench = B.Bench(load_profile("ny-5324"), "camera")
     for scenario, reached in (("natural", True), ("short-throw", False)):
-        th = B.simulate(scenario, 0, SIMS, 60.0, keep_poses=True)
+        th, tr = _camera_tracks(0, max_frames=40, scenario=scenario)
         g = th.plan.geometry
-        ren = bench.renderer(g)
-        cal = B.calibration_for(ren, g)
-        tr = ThrowTracker(cal, die_side_px=cal.die_side_px((550.0, 280.0)))
-        tr.set_background(ren.background)
-        for k in range(0, min(len(th.poses) - 1, 40)):
-            tr.add(th.times[k], B.render(th, ren, k))
         tracks = tr.tracks()
         assert all(len(t) > 5 for t in tracks)
         far = [max(p[1] for p in t) for t in tracks]
@@ -137,19 +148,7 @@ def test_tracker_splits_two_touching_dice_and_corrects_parallax():
         assert abs(x - want[0]) < 1.0 and abs(y - want[1]) < 1.0, (pts, want)
 
 
-def _camera_tracks(seed: int, t_max: float):
-    bench = B.Bench(load_profile("ny-5324"), "camera")
-    th = B.simulate("natural", seed, SIMS, 60.0, keep_poses=True)
-    g = th.plan.geometry
-    ren = bench.renderer(g)
-    cal = B.calibration_for(ren, g)
-    tr = ThrowTracker(cal, die_side_px=cal.die_side_px((550.0, 280.0)))
-    tr.set_background(ren.background)
-    for k in range(len(th.poses) - 1):
-        if th.times[k] > t_max:
-            break
-        tr.add(th.times[k], B.render(th, ren, k))
-    return th, tr
+
 
 
 def test_tracks_keep_their_die_through_a_bounce_off_the_far_wall():
@@ -159,7 +158,7 @@ def test_tracks_keep_their_die_through_a_bounce_off_the_far_wall():
     and the other never). Mirrored back at the wall, each track stays on its die: every point
     is nearest to the same physics die (points where the dice touched, which both tracks
     share, aside)."""
-    th, tr = _camera_tracks(153, 0.35)
+    th, tr = _camera_tracks(153, t_max=0.35)
     times = {round(t, 6): k for k, t in enumerate(th.times)}
     assert any(any(s) for s in tr.shared())
     for track, shared in zip(tr.tracks(), tr.shared()):
@@ -178,7 +177,7 @@ def test_two_dice_against_the_far_wall_are_both_tracked_there():
     part of their shadows and they make one component of ~2.4 die areas (under the 2.5 of two
     dice in the open). Both tracks were predicted next to it, so both take its
     centroid: both have a point within 15 mm of the wall then (before: only one did)."""
-    th, tr = _camera_tracks(116, 0.3)
+    th, tr = _camera_tracks(116, t_max=0.3)
     wall_x = th.plan.geometry.length
     t_hit = max(t for t, _ in th.wall_hits)
     for track in tr.tracks():
