@@ -11,8 +11,9 @@ from what a camera gives:
 * ``--mode truth``: an ideal reader (values, centres, flatness from the ground truth) and the
   physics centres as the track: this measures the detectors and the policy alone.
 
-``--wall-sensor``: the rig has a far-wall strike sensor; each die's first far-wall contact in
-the physics is a strike (times only; a sensor cannot tell the dice apart: the detectors
+``--wall-sensor``: the rig has a far-wall strike sensor; every far-wall contact in the physics
+(each die's first strike, its rattle on the rubber and any later strike) is a strike (times
+only; a sensor cannot tell the dice apart: the detectors
 credit each strike to the dice the track places at the wall then, controller/far_wall.py). In
 camera mode a die the reader did not find where the track saw one come to rest is read there
 (``vision.reader.read_die_at``). ``--first-seed``: seeds from there (held-out seeds).
@@ -71,6 +72,7 @@ class Throw:
     poses: list[list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     wall_hits: list[tuple[float, int]] = field(default_factory=list)
+    wall_contacts: list[tuple[float, int]] = field(default_factory=list)
 
 
 def simulate(scenario: str, seed: int, sims: dict, fps: float = 60.0, keep_poses: bool = False) -> Throw:
@@ -95,7 +97,8 @@ def simulate(scenario: str, seed: int, sims: dict, fps: float = 60.0, keep_poses
             times.append(sim.t)
         if not sim.moving():
             break
-    return Throw(scenario, seed, plan, sim.die_states(), sim.moving(), track, poses, times, list(sim.wall_hits))
+    return Throw(scenario, seed, plan, sim.die_states(), sim.moving(), track, poses, times, list(sim.wall_hits),
+                 list(sim.wall_contacts))
 
 
 def truth_reasons(states: list[DieState], moving: bool) -> list[Reason]:
@@ -260,7 +263,7 @@ class Bench:
                                   objects=objects_for(g), track=seen["track"], timed_out=th.moving,
                                   wall_height_mm=g.wall_height, tolerances=tolerances_for(g),
                                   reread=seen.get("reread"), track_shared=seen.get("shared"),
-                                  wall_strikes=[t for t, _ in th.wall_hits] if self.wall_sensor else None,
+                                  wall_strikes=[t for t, _ in th.wall_contacts] if self.wall_sensor else None,
                                   window=(0.0, th.times[-1] if th.times else 1e9))
         got = (verdict.kind, verdict.reason, None if verdict.dice is None else tuple(sorted(verdict.dice)))
         right = got[0] == expected[0] and got[2] == expected[2]
@@ -285,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS[1:]))
     ap.add_argument("--fps", type=float, default=60.0)
     ap.add_argument("--wall-sensor", action="store_true",
-                    help="the rig has a far-wall strike sensor: each die's first far-wall contact is a strike "
+                    help="the rig has a far-wall strike sensor: every far-wall contact is a strike "
                          "(times only), credited to the dice the track places at the wall then")
     ap.add_argument("--first-seed", type=int, default=0,
                     help="seed of the first throw of each scenario (seeds first-seed .. first-seed + N - 1)")

@@ -232,6 +232,8 @@ class TableSim:
         self._weight = float(m.body_mass[bodies[0]]) * 9.81
         self.struck = [False, False]
         self.wall_hits: list[tuple[float, int]] = []
+        self.wall_contacts: list[tuple[float, int]] = []
+        self._touching = [False, False]
         self._force = np.zeros(6)
         self._ref: list[tuple[np.ndarray, np.ndarray]] = []
         self._still_since = [0.0, 0.0]
@@ -282,6 +284,8 @@ class TableSim:
             d.qvel[va + 3:va + 6] = np.asarray(s.spin_rad_s, dtype=float)
         self.struck = [False, False]
         self.wall_hits = []
+        self.wall_contacts = []
+        self._touching = [False, False]
         mujoco.mj_forward(self.model, self.data)
         self._note_strikes()
         self._ref = self.poses()
@@ -291,21 +295,22 @@ class TableSim:
         self._rng = np.random.default_rng(seed)
 
     def _note_strikes(self) -> None:
-        """Marks each die that touches the far wall or its rubber (``struck``) and notes its
-        first contact in ``wall_hits`` as ``(t_s, die)`` (the strikes a far-wall sensor would
-        report first, with the die's identity that a sensor does not give). A die that has
-        struck is not looked at again: this runs every other physics step."""
+        """Marks each die that touches the far wall or its rubber (``struck``), notes its first
+        contact in ``wall_hits`` as ``(t_s, die)`` and every contact's start in
+        ``wall_contacts`` (what a far-wall sensor reports: each impact, a die striking again
+        after it left the wall included; the die's identity is the simulator's, a sensor does
+        not give it). Runs every other physics step."""
         n = self.data.ncon
-        if n == 0 or all(self.struck):
-            return
         pairs = self.data.contact.geom[:n]
         for i, g in enumerate(self.die_geoms):
-            if self.struck[i]:
-                continue
-            hit = ((pairs[:, 0] == g) & self._far[pairs[:, 1]]) | ((pairs[:, 1] == g) & self._far[pairs[:, 0]])
-            if hit.any():
-                self.struck[i] = True
-                self.wall_hits.append((float(self.t), i))
+            hit = n > 0 and bool((((pairs[:, 0] == g) & self._far[pairs[:, 1]])
+                                  | ((pairs[:, 1] == g) & self._far[pairs[:, 0]])).any())
+            if hit and not self._touching[i]:
+                self.wall_contacts.append((float(self.t), i))
+                if not self.struck[i]:
+                    self.struck[i] = True
+                    self.wall_hits.append((float(self.t), i))
+            self._touching[i] = hit
 
     def advance(self, seconds: float) -> None:
         """Advance the physics by ``seconds`` (rounded to whole steps), noting far-wall strikes.

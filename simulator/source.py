@@ -70,8 +70,9 @@ class SimSource:
             leave it off.
 
     A simulated far-wall strike sensor: :meth:`on_wall_strike` registers a callback that is
-    given, before the frame in which it happens, each die's first contact with the far wall in
-    the physics, as a time on the frame clock (``Frame.t``, s; a frame's time is the middle of
+    given, before the frame in which it happens, the start of every contact of a die with the
+    far wall in the physics (a die's later strikes and its rattle on the rubber too, as a real
+    sensor rings at each impact), as a time on the frame clock (``Frame.t``, s; a frame's time is the middle of
     its exposure, the mean time of its motion-blur sub-steps). A sensor cannot tell the dice
     apart: the callback gets the time only.
 
@@ -226,10 +227,10 @@ class SimSource:
                 # the frame at t_table shows the poses of its sub-steps, whose mean time is
                 # mid_t: a strike at t_hit is at t_table + (t_hit - mid_t) on the frame clock
                 mid_t = sim.t - dt * (sub - 1) / (2 * sub)
-                for t_hit, _ in sim.wall_hits[rung:]:
+                for t_hit, _ in sim.wall_contacts[rung:]:
                     for sink in self._strike_sinks:
                         sink(round(t_table + (t_hit - mid_t), 6))
-                rung = len(sim.wall_hits)
+                rung = len(sim.wall_contacts)
                 if sim.t >= plan.timeout_s - 1e-9 and sim.t - dt < plan.timeout_s - 1e-9:
                     late = sim.moving()
                 moving = sim.moving() and sim.t < cap

@@ -365,3 +365,28 @@ def test_far_wall_leaves_out_points_of_the_two_dice_touching():
     v, _ = judge(dice, calibration=CAL, objects=CHIPS, track=[a, b_struck], tolerances=reach,
                  track_shared=[touching[0], [k == 2 for k in range(len(b_struck))]])
     assert (v.kind, v.dice) == ("roll", (3, 4))
+
+
+def test_a_strike_rings_again_while_the_other_die_stops_short_of_the_wall():
+    """A sensor rings at every impact: die a strikes the wall at 0.25 s and rattles on the
+    rubber at 0.27 s, when die b stops 26 mm from the wall's line without touching it (a die
+    touches only within rubber + half diagonal, 23.5 mm). With no allowance beyond that reach
+    (the default ``strike_track_error``), b is not credited: no roll, 9 NYCRR 5324.52(k)(2)(ii).
+    A quarter side of allowance (28.3 mm) credited the rattle to b too and published the roll."""
+    L = GEOM.length
+    a = [(0.0, 100.0, 200.0), (0.1, 500.0, 200.0), (0.2, 900.0, 200.0), (0.25, L - 20.0, 200.0),
+         (0.27, L - 21.0, 200.0), (0.35, 900.0, 200.0), (0.45, 700.0, 200.0)] + \
+        [(0.55 + 0.05 * k, 600.0, 200.0) for k in range(4)]
+    b = [(0.0, 100.0, 300.0), (0.1, 500.0, 300.0), (0.2, 900.0, 300.0)] + \
+        [(0.27 + 0.06 * k, L - 26.0, 300.0) for k in range(8)]     # stopped, 26 mm from the wall
+    dice = [die(600, 200, 3), die(L - 26.0, 300, 4)]
+    kw = dict(calibration=CAL, objects=CHIPS, track=[a, b], wall_strikes=[0.25, 0.27], window=(0.0, 1.0))
+    v, obs = judge(dice, tolerances=Tolerances(far_wall_reach_mm=23.5), **kw)
+    assert (v.kind, v.reason) == ("no-roll", Reason.FAR_WALL_MISSED)
+    assert obs.facts.struck_far_wall is False
+    v, _ = judge(dice, tolerances=Tolerances(far_wall_reach_mm=23.5, strike_track_error=0.25), **kw)
+    assert (v.kind, v.dice) == ("roll", (3, 4))
+    # b touching the rubber at the rattle (22 mm): both struck
+    touched = b[:3] + [(0.27, L - 22.0, 300.0)] + b[4:]
+    v, _ = judge(dice, tolerances=Tolerances(far_wall_reach_mm=23.5), **{**kw, "track": [a, touched]})
+    assert (v.kind, v.dice) == ("roll", (3, 4))

@@ -68,6 +68,22 @@ def test_die_rolled_into_the_far_wall_is_marked_struck():
     st = _rest(sim, [DieStart((g.length - 100, 250.0, a / 2 + 1), tuple(quat_with_face_up(1)), vel_mm_s=(900.0, 0, 0)),
                      DieStart((300.0, 300.0, a / 2 + 1), tuple(quat_with_face_up(6)))], seconds=1.5)
     assert st[0].struck_far_wall and not st[1].struck_far_wall
+    assert [d for _, d in sim.wall_hits] == [0]
+    assert sim.wall_contacts[0] == sim.wall_hits[0] and {d for _, d in sim.wall_contacts} == {0}
+
+
+def test_far_wall_contacts_include_a_dies_second_strike():
+    """Natural throw 135: die 0 strikes the far wall at 0.240 s and again at 0.264 s; die 1
+    never touches it. The first contacts (the truth of "struck") list die 0 once; the contacts
+    a sensor rings at list both strikes."""
+    from simulator.scenarios import plan_throw
+
+    plan = plan_throw("natural", 135)
+    sim = TableSim(plan.geometry)
+    sim.reset(plan.starts, plan.agitate_s, plan.seed)
+    sim.advance(1.0)
+    assert [(round(t, 3), d) for t, d in sim.wall_hits] == [(0.24, 0)]
+    assert [(round(t, 3), d) for t, d in sim.wall_contacts] == [(0.24, 0), (0.264, 0)]
 
 
 def test_die_dropped_on_a_chip_stack_rests_on_chips():

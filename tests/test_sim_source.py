@@ -179,9 +179,10 @@ def test_rendered_flat_die_shows_its_number_of_pips(value):
     assert u1 > u0 and v1 < v0
 
 
-def test_simulated_wall_sensor_rings_at_each_dies_first_far_wall_contact():
-    """``on_wall_strike``: one strike per die that struck the far wall (the final truth's
-    ``struck_far_wall``), timed on the frame clock inside the throw's motion frames."""
+def test_simulated_wall_sensor_rings_at_every_far_wall_contact():
+    """``on_wall_strike``: at least one strike per die that struck the far wall (the final
+    truth's ``struck_far_wall``; a die's rattle and later strikes ring too), timed on the frame
+    clock inside the throw's motion frames."""
     src = SimSource("natural", 4, width=320, height=180, fps=30, throws=2)
     strikes: list[float] = []
     src.on_wall_strike(strikes.append)
@@ -193,7 +194,7 @@ def test_simulated_wall_sensor_rings_at_each_dies_first_far_wall_contact():
         motion = [f.t for n, f in frames if f.truth["phase"] == "motion"]
         mine = [t for t in strikes if motion[0] - 1 / 30 <= t <= motion[-1]]
         struck = sum(d["struck_far_wall"] for d in frames[-1][1].truth["dice"])
-        assert struck >= 1 and len(mine) == struck
+        assert struck >= 1 and len(mine) >= struck
         # each strike was given before the frame at whose time it had happened
         for t in mine:
             first_after = next(n for n, f in frames if f.t >= t)
