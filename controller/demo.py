@@ -255,7 +255,8 @@ def run_demo(args: argparse.Namespace) -> int:
         say(f"done: {stats.total_verdicts} verdicts ({stats.verdicts['roll']} rolls, {stats.verdicts['no-roll']} "
             f"no rolls, {stats.verdicts['boxperson']} boxperson calls), {settlement.wagers} wagers settled, "
             f"{stats.frames} frames in {time.monotonic() - started:.1f} s; rest-to-published median {med:.1f} ms")
-        say("balances (stakes still on the layout counted as paid in): " + ", ".join(f"{n} {cents(c)}" for n, c in settlement.balances.items()))
+        say("balances (stakes still on the layout counted as paid in): "
+            + ", ".join(f"{n} {cents(c)}" for n, c in settlement.balances.items()))
         if stats.total_verdicts < args.rolls:
             print(f"craps-table demo: the source ended after {stats.total_verdicts} of {args.rolls} verdicts",
                   file=sys.stderr)
