@@ -160,6 +160,9 @@ def _nets() -> tuple[OnnxNet, OnnxNet]:
     """
     if not models_present():
         raise FileNotFoundError(f"learned dice reader weights missing: {CENTRES_ONNX}, {FACES_ONNX}")
+    # OpenCV builds its Lab tables at the first BGR->Lab conversion (~160 ms): here, with the
+    # networks, not in the first verdict whose die goes to the classical fallback.
+    cv2.cvtColor(np.zeros((1, 1, 3), np.uint8), cv2.COLOR_BGR2LAB)
     return OnnxNet(CENTRES_ONNX), OnnxNet(FACES_ONNX)
 
 
