@@ -230,8 +230,6 @@ class TableSim:
         self._vadr = [int(m.jnt_dofadr[m.body_jntadr[b]]) for b in bodies]
         self._far = np.isin(self._cls, ["far_wall"])
         self._weight = float(m.body_mass[bodies[0]]) * 9.81
-        self.struck = [False, False]
-        self.wall_hits: list[tuple[float, int]] = []
         self.wall_contacts: list[tuple[float, int]] = []
         self._touching = [False, False]
         self._force = np.zeros(6)
@@ -282,8 +280,6 @@ class TableSim:
             d.qpos[qa + 3:qa + 7] = q / np.linalg.norm(q)
             d.qvel[va:va + 3] = np.asarray(s.vel_mm_s, dtype=float) * _M
             d.qvel[va + 3:va + 6] = np.asarray(s.spin_rad_s, dtype=float)
-        self.struck = [False, False]
-        self.wall_hits = []
         self.wall_contacts = []
         self._touching = [False, False]
         mujoco.mj_forward(self.model, self.data)
@@ -294,22 +290,32 @@ class TableSim:
         self._next_kick = 0.0
         self._rng = np.random.default_rng(seed)
 
+    @property
+    def struck(self) -> list[bool]:
+        """Per die: it has touched the far wall or its rubber."""
+        return [any(d == i for _, d in self.wall_contacts) for i in range(2)]
+
+    @property
+    def wall_hits(self) -> list[tuple[float, int]]:
+        """Each die's first far-wall contact ``(t_s, die)``, in time order (the truth of
+        "struck")."""
+        first: dict[int, float] = {}
+        for t, d in self.wall_contacts:
+            first.setdefault(d, t)
+        return [(t, d) for d, t in sorted(first.items(), key=lambda dt: dt[1])]
+
     def _note_strikes(self) -> None:
-        """Marks each die that touches the far wall or its rubber (``struck``), notes its first
-        contact in ``wall_hits`` as ``(t_s, die)`` and every contact's start in
-        ``wall_contacts`` (what a far-wall sensor reports: each impact, a die striking again
-        after it left the wall included; the die's identity is the simulator's, a sensor does
-        not give it). Runs every other physics step."""
+        """Notes the start of every far-wall contact in ``wall_contacts`` as ``(t_s, die)``
+        (what a far-wall sensor reports: each impact, a die striking again after it left the
+        wall included; the die's identity is the simulator's, a sensor does not give it).
+        Runs every other physics step."""
         n = self.data.ncon
         pairs = self.data.contact.geom[:n]
+        far = pairs[self._far[pairs[:, 0]] | self._far[pairs[:, 1]]] if n else pairs
         for i, g in enumerate(self.die_geoms):
-            hit = n > 0 and bool((((pairs[:, 0] == g) & self._far[pairs[:, 1]])
-                                  | ((pairs[:, 1] == g) & self._far[pairs[:, 0]])).any())
+            hit = bool(len(far)) and bool((far == g).any())
             if hit and not self._touching[i]:
                 self.wall_contacts.append((float(self.t), i))
-                if not self.struck[i]:
-                    self.struck[i] = True
-                    self.wall_hits.append((float(self.t), i))
             self._touching[i] = hit
 
     def advance(self, seconds: float) -> None:

@@ -73,8 +73,8 @@ class SimSource:
     given, before the frame in which it happens, the start of every contact of a die with the
     far wall in the physics (a die's later strikes and its rattle on the rubber too, as a real
     sensor rings at each impact), as a time on the frame clock (``Frame.t``, s; a frame's time
-    is the middle of its exposure, the mean time of its motion-blur sub-steps). A sensor cannot tell the dice
-    apart: the callback gets the time only.
+    is the middle of its exposure, the mean time of its motion-blur sub-steps). A sensor
+    cannot tell the dice apart: the callback gets the time only.
 
     Raises:
         ValueError: unknown scenario, ``throws`` < 0, ``seed`` < 0, or bad camera/geometry values
