@@ -40,8 +40,10 @@ class GameState:
         shooter_roll: valid rolls thrown by the current shooter (0 before the first).
         point: the point 4, 5, 6, 8, 9 or 10 while the puck is ON, else ``None``.
         rolls: valid rolls thrown at the table in total.
-        points_made: the distinct points this shooter has made, ascending (for the fire bet,
-            9 NYCRR 5324.52(j)(1)(iv), (viii)).
+        points_made: the distinct points made since the last seven-out, ascending: the fire
+            bet point markers (9 NYCRR 5324.52(j)(1)(iv), (viii)), which stay through a voluntary
+            or compulsory change of shooter because pending fire bets carry to the successor
+            shooter ((j)(1)(ii); :func:`new_shooter`).
         last_outcome: the outcome of the last valid roll, ``None`` before the first.
     """
 

@@ -431,7 +431,7 @@ class Table:
         new = tuple(x for x in self.wagers if x not in dropped)
         if left:
             new = tuple(x.with_(amount=left, vig_paid=vig_left) if x is w else x for x in new)
-        if w.kind in prof.s.removal.no_increase_after_reduce and w.number is not None:
+        if w.kind in prof.s.removal.no_increase_after_reduce:   # (c)(4): "at any time", come-out too
             self.reduced = self.reduced | {(w.player, w.kind, w.number if w.kind == "dont_come" else None)}
         self.wagers = new
         return w, refund
@@ -462,9 +462,9 @@ class Table:
         if self.reduced:  # (c)(4) marks end with the decision of the reduced bet
             keep = set()
             for (p, k, n) in self.reduced:
-                if k == "dont_pass" and outcome in ("point-made", "seven-out"):
+                if k == "dont_pass" and outcome in ("natural", "craps", "point-made", "seven-out"):
                     continue
-                if k == "dont_come" and t in (7, n):
+                if k == "dont_come" and (n is None or t in (7, n)):   # in the come box: the next roll
                     continue
                 keep.add((p, k, n))
             self.reduced = frozenset(keep)

@@ -166,7 +166,7 @@ class FastBook:
         amt = self.amount[idx]
         win = c == WIN_C
         unit = self.unit
-        payout = np.where(win, (amt * self.num[r, pi, di]) // (self.den[r, pi, di] * unit) * unit, 0)
+        payout = np.where(win, -((-amt * self.num[r, pi, di]) // (self.den[r, pi, di] * unit)) * unit, 0)   # up
         vwin = np.where(win, (amt * self.vig_win_num[r]) // self.vig_win_den[r], 0)
         vwin = vwin * self.prof.s.vig.unit_cents if self.prof.s.vig is not None else vwin
         has_win_vig = self.vig_win_num[r] > 0

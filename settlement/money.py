@@ -8,18 +8,19 @@ Every amount in this package is an ``int`` number of cents. Payout odds are
 * "for" odds (9 NYCRR 4620.3(e)(8)-(11)): "5 for 1" returns 5 including the unit
   staked, which is 4 to 1 -> 4/1.
 
-Rounding rule (the only one in the package): a payout that does not divide
-evenly is rounded DOWN to a whole multiple of the profile's ``payout_unit_cents``
-(1 = to the cent, 25 = to the quarter, 100 = to the dollar). The vigorish is
-rounded DOWN to ``vig.unit_cents`` so that it never exceeds the five percent cap
-of 9 NYCRR 5324.52(e)(1)-(2) and N.J.A.C. 13:47-20.25(j)-(k).
+Rounding rules: a payout that does not divide evenly is rounded UP to a whole
+multiple of the profile's ``payout_unit_cents`` (1 = to the cent, 25 = to the
+quarter, 100 = to the dollar), so it is never below the odds listed (9 NYCRR
+5324.52(d)(1): "at no less than the odds listed"; N.J.A.C. 13:47-20.25(i)2). The
+vigorish is rounded DOWN to ``vig.unit_cents`` so that it never exceeds the five
+percent cap of 9 NYCRR 5324.52(e)(1)-(2) and N.J.A.C. 13:47-20.25(j)-(k).
 """
 from __future__ import annotations
 
 import re
 from fractions import Fraction
 
-__all__ = ["parse_ratio", "pay", "floor_to_unit", "format_ratio"]
+__all__ = ["parse_ratio", "pay", "floor_to_unit", "ceil_to_unit", "format_ratio"]
 
 _RATIO = re.compile(r"^\s*(\d+)\s*(:|to|for|-)\s*(\d+)\s*$", re.IGNORECASE)
 
@@ -68,15 +69,28 @@ def floor_to_unit(value: Fraction | int, unit_cents: int) -> int:
     return int((v.numerator // (v.denominator * unit_cents)) * unit_cents)
 
 
-def pay(stake_cents: int, ratio: Fraction, unit_cents: int = 1) -> int:
-    """Winnings (excluding the stake) of ``stake_cents`` at ``ratio`` to 1, rounded down.
+def ceil_to_unit(value: Fraction | int, unit_cents: int) -> int:
+    """Round a non-negative amount of cents UP to a multiple of ``unit_cents``."""
+    if unit_cents < 1:
+        raise ValueError(f"unit must be >= 1 cent, not {unit_cents}")
+    v = Fraction(value)
+    return int(-((-v.numerator) // (v.denominator * unit_cents)) * unit_cents)
 
-    >>> pay(500, Fraction(7, 6))       # $5 place 6 at 7:6 -> $5.83 (5.8333 rounded down)
-    583
-    >>> pay(500, Fraction(7, 6), 100)  # paid to the dollar
-    500
+
+def pay(stake_cents: int, ratio: Fraction, unit_cents: int = 1) -> int:
+    """Winnings (excluding the stake) of ``stake_cents`` at ``ratio`` to 1, in cents, rounded UP
+    to ``unit_cents``: a gaming facility "shall pay out winning wagers ... at no less than the
+    odds listed" (9 NYCRR 5324.52(d)(1), (e)(1)-(2) for buy and lay; N.J.A.C. 13:47-20.25(i)2:
+    not "at less than the odds listed"), so a payout that does not divide evenly is never cut.
+
+    >>> pay(500, Fraction(7, 6))       # $5 place 6 at 7:6 -> $5.83 1/3, paid 584 cents
+    584
+    >>> pay(600, Fraction(7, 6))       # $6 place 6 -> $7.00 exactly
+    700
+    >>> pay(500, Fraction(7, 6), 100)  # paid in whole dollars -> $6
+    600
     """
-    return floor_to_unit(Fraction(stake_cents) * ratio, unit_cents)
+    return ceil_to_unit(Fraction(stake_cents) * ratio, unit_cents)
 
 
 def format_ratio(r: Fraction) -> str:

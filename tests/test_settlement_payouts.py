@@ -121,10 +121,12 @@ def test_place_payouts_and_rounding():
           bet("r", "place", 1000, number=4), roll(5, 1), roll(1, 3)]
     out = run("ny-5324", ev)
     assert one(out, player="p", bet="place")["payout"] == 1400
-    assert one(out, player="q", bet="place")["payout"] == 583                      # 5 x 7/6 = 5.833.. down to the cent
+    # 5 x 7/6 = 5.833..: up to the cent, never below the odds listed (5324.52(d)(1))
+    assert one(out, player="q", bet="place")["payout"] == 584
     assert one(out, player="r", bet="place")["payout"] == 1800
     dollars = variant("ny-5324", payout_unit_cents=100)
-    assert one(run(dollars, ev), player="q", bet="place")["payout"] == 500          # down to the house unit
+    assert one(run(dollars, ev), player="q", bet="place")["payout"] == 600          # up to the house unit
+    assert one(run(dollars, ev), player="p", bet="place")["payout"] == 1400         # exact: not rounded
     assert one(run("ny-4620", [bet("p", "pass", 500), roll(2, 2), bet("p", "place", 600, number=6), roll(3, 3)]),
                bet="place")["payout"] == 700
 
@@ -353,6 +355,23 @@ def test_dont_pass_reduced_may_not_be_increased():
                           bet("p", "dont_pass", 1000), roll(3, 4), bet("p", "dont_pass", 1000)])
     assert rejected(out)[0]["rule"] == "9 NYCRR 5324.52(c)(4)"
     assert one(out, bet="dont_pass")["stake"] == 1000 and len(rejected(out)) == 1
+
+
+def test_dont_pass_reduced_on_the_come_out_may_not_be_increased():
+    """(c)(4): "may be removed or reduced at any time but may not be replaced or increased after
+    such removal or reduction", the come-out roll included; the mark ends with the bet's
+    decision (a come-out 7 here), after which a new don't pass bet is taken."""
+    remove = {"type": "remove", "player": "p", "bet": "dont_pass", "amount": 500}
+    out = run("ny-5324", [bet("p", "dont_pass", 1000), remove, bet("p", "dont_pass", 500), roll(3, 4),
+                          bet("p", "dont_pass", 800), roll(1, 1)])
+    assert [r["rule"] for r in rejected(out)] == ["9 NYCRR 5324.52(c)(4)"]
+    assert one(out, bet="dont_pass", roll=1)["stake"] == 500      # the reduced bet loses on the 7
+    assert one(out, bet="dont_pass", roll=2)["stake"] == 800      # a new bet, after the decision
+    removed = run("ny-5324", [bet("p", "dont_pass", 1000), {"type": "remove", "player": "p", "bet": "dont_pass"},
+                              bet("p", "dont_pass", 1000)])
+    assert [r["rule"] for r in rejected(removed)] == ["9 NYCRR 5324.52(c)(4)"]   # not replaced either
+    # nj-13-47 has no such rule: a removed don't pass may be made again
+    assert rejected(run("nj-13-47", [bet("p", "dont_pass", 1000), remove, bet("p", "dont_pass", 500)])) == []
 
 
 def test_cli_bad_input_exit_2(tmp_path, capsys):

@@ -121,4 +121,4 @@ def test_applier_takes_state_new_shooter_once_and_controller_player_format():
     assert ap.apply({"seq": 3, "topic": "roll", "body": body(4, 3, shooter=2)}) == 1   # no extra change
     assert sess.table.state.shooter == 3
     assert sum(1 for x in lines if x.startswith("shooter change")) == 1
-    assert any("q odds dont_pass 5 stake $10.00 wins $6.66" in x for x in lines)   # 2:3, rounded down
+    assert any("q odds dont_pass 5 stake $10.00 wins $6.67" in x for x in lines)   # 2:3, rounded up
