@@ -11,6 +11,10 @@ Rules (9 NYCRR 5324.52(b)(1), (h), (i); N.J.A.C. 13:69F-1.11):
 - The shooter may pass the dice after any roll (voluntary relinquish) or be ordered to
   (compulsory): a new shooter takes the dice, the game state (point, puck) is unchanged
   (5324.52(i)(1), (i)(3); N.J.A.C. 13:69F-1.11(a), (c)).
+- After a decision, with come or don't come wagers left and no pass or don't pass bet, the
+  shooter may roll only to decide those wagers, the on/off marker OFF on the don't pass line
+  (5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)): such a roll sets no point ("decide-only"); a 7
+  decides every come and don't come wager on a number, so the game proceeds after it.
 - A no roll or a boxperson call does not change the game: only valid rolls count.
 
 Shooters are numbered 1, 2, ... from the first shooter the table has recorded;
@@ -28,7 +32,7 @@ NATURALS: tuple[int, ...] = (7, 11)
 #: Come-out craps, 9 NYCRR 5324.52(b)(1)(iii).
 CRAPS: tuple[int, ...] = (2, 3, 12)
 
-Outcome = Literal["natural", "craps", "point-set", "point-made", "seven-out", "no-decision"]
+Outcome = Literal["natural", "craps", "point-set", "point-made", "seven-out", "no-decision", "decide-only"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,8 @@ class GameState:
             or compulsory change of shooter because pending fire bets carry to the successor
             shooter ((j)(1)(ii); :func:`new_shooter`).
         last_outcome: the outcome of the last valid roll, ``None`` before the first.
+        decide_only: the shooter rolls only to decide the remaining come and don't come
+            wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)); :func:`set_decide_only`.
     """
 
     shooter: int = 1
@@ -53,6 +59,7 @@ class GameState:
     rolls: int = 0
     points_made: tuple[int, ...] = ()
     last_outcome: str | None = None
+    decide_only: bool = False
 
     @property
     def come_out(self) -> bool:
@@ -85,6 +92,7 @@ def state_from_json(data: dict) -> GameState:
             rolls=int(data["rolls"]),
             points_made=tuple(int(p) for p in data.get("points_made", ())),
             last_outcome=data.get("last_outcome"),
+            decide_only=bool(data.get("decide_only", False)),
         )
     except (KeyError, TypeError) as exc:
         raise ValueError(f"game state record: missing or malformed field {exc}") from None
@@ -103,6 +111,8 @@ def classify(state: GameState, total: int) -> Outcome:
     """
     if not 2 <= total <= 12:
         raise ValueError(f"total {total} is not a craps total (2..12)")
+    if state.decide_only and state.point is None:
+        return "decide-only"
     if state.point is None:
         if total in NATURALS:
             return "natural"
@@ -137,7 +147,9 @@ def advance(state: GameState, dice: tuple[int, int]) -> tuple[GameState, Outcome
     total = d1 + d2
     outcome = classify(state, total)
     after = replace(state, shooter_roll=state.shooter_roll + 1, rolls=state.rolls + 1, last_outcome=outcome)
-    if outcome == "point-set":
+    if outcome == "decide-only" and total == 7:
+        after = replace(after, decide_only=False)
+    elif outcome == "point-set":
         after = replace(after, point=total)
     elif outcome == "point-made":
         made = tuple(sorted(set(state.points_made) | {total}))
@@ -155,3 +167,18 @@ def new_shooter(state: GameState) -> GameState:
     successor shooter (5324.52(j)(1)(ii)), so ``points_made`` is kept until a seven-out.
     """
     return replace(state, shooter=state.shooter + 1, shooter_roll=0)
+
+
+def set_decide_only(state: GameState, on: bool) -> GameState:
+    """Start (``on``) or end the rolls made only to decide the remaining come and don't come
+    wagers, the on/off marker OFF on the don't pass line (9 NYCRR 5324.52(i)(2); N.J.A.C.
+    13:69F-1.11(b)). The boxperson starts them after a decision when no player makes a pass
+    or don't pass bet, and ends them when the wagers are decided or a player makes one.
+
+    Raises:
+        ValueError: started while a point is established.
+    """
+    if on and state.point is not None:
+        raise ValueError(f"rolls only to decide come/don't come wagers start after a decision, "
+                         f"not while the point is {state.point} (9 NYCRR 5324.52(i)(2))")
+    return replace(state, decide_only=bool(on))

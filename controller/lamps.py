@@ -13,7 +13,7 @@ Lamp names (CONTRACTS.md): ``point-4`` ... ``point-10``, ``puck-on``, ``no-roll`
 What the lamps show (the layout conventions of 9 NYCRR 5324.52 tables):
 
 - the point lamp of the point is lit while the puck is ON that number, and ``puck-on`` with it
-  (the on/off marker, 5324.52(i)(2));
+  (the on/off marker named in 5324.52(i)(2); the point, (b)(1)(ii));
 - ``bets-closed`` is lit while the dice are in motion (from the first motion of a throw to its
   verdict);
 - ``no-roll`` flashes for ``flash_s`` seconds after a no roll (5324.52(k));

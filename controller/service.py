@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 
 from camera.base import Frame, FrameError, FrameSource
-from controller.game import GameState, advance, new_shooter
+from controller.game import GameState, advance, new_shooter, set_decide_only
 from controller.health import HealthMonitor, HealthStatus, frame_digest, frame_level
 from controller.lamps import LampController
 from controller.lifecycle import (CLEARING, READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT, MotionDetector,
@@ -428,6 +428,20 @@ class TableService:
                                 "game": self._game_json(state)})
         return state
 
+    def decide_only(self, on: bool) -> GameState:
+        """The boxperson starts (``on``) or ends the rolls made only to decide the remaining come
+        and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)): no point is set
+        while they last, and a 7 ends them. Published as a ``"state"`` message (``event:
+        "decide-only"``, ``on``).
+
+        Raises:
+            ValueError: started while a point is established (nothing changed or published).
+        """
+        state = set_decide_only(self.store.state, on)
+        self.store.commit(state, None)
+        self._publish("state", {"event": "decide-only", "on": bool(on), "game": self._game_json(state)})
+        return state
+
     def close(self) -> None:
         """Lamps off (safe state) and their driver closed, store closed. The publisher and the
         source belong to the caller."""
@@ -725,4 +739,4 @@ class TableService:
     def _game_json(state: GameState) -> dict:
         return {"shooter": state.shooter, "shooter_roll": state.shooter_roll, "come_out": state.come_out,
                 "point": state.point, "puck": state.puck, "rolls": state.rolls,
-                "points_made": list(state.points_made)}
+                "points_made": list(state.points_made), "decide_only": state.decide_only}

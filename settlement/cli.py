@@ -7,6 +7,7 @@ Input: one JSON object a line (blank lines ignored)::
     {"type": "working", "player": "p1", "bet": "place", "number": 6, "on": true}
     {"type": "roll", "dice": [3, 4]}                                            # optional "seq": int
     {"type": "shooter", "change": "voluntary"}                                  # or "compulsory"
+    {"type": "decide_only", "on": true}       # rolls only to decide come/don't come, 5324.52(i)(2)
 
 Output (stdout), one JSON line per decided wager::
 
@@ -30,7 +31,7 @@ from pathlib import Path
 
 __all__ = ["add_arguments", "run", "run_scenario"]
 
-_TYPES = ("bet", "remove", "working", "roll", "shooter")
+_TYPES = ("bet", "remove", "working", "roll", "shooter", "decide_only")
 
 #: the keys each line type may carry ("comment" is free text, ignored). Anything else is refused
 #: (exit 2): a misspelt "workng" or "sequence" must not be dropped silently.
@@ -93,7 +94,7 @@ def parse_scenario(lines, name: str = "scenario") -> list[tuple[int, dict]]:
         if typ == "shooter" and ev.get("change", "voluntary") not in ("voluntary", "compulsory"):
             raise ScenarioError(f"{name}:{i}: shooter 'change' must be 'voluntary' or 'compulsory', "
                                 f"not {ev.get('change')!r}")
-        if typ == "working" and not isinstance(ev.get("on"), bool):
+        if typ in ("working", "decide_only") and not isinstance(ev.get("on"), bool):
             raise ScenarioError(f"{name}:{i}: working 'on' must be true or false, not {ev.get('on')!r}")
         events.append((i, ev))
     return events
@@ -148,6 +149,8 @@ def run_scenario(prof, events, ledger: str = ":memory:", emit=print, name: str |
                     sess.set_working(req, ev["on"])
                 elif typ == "shooter":
                     sess.shooter_change(ev.get("change", "voluntary"))
+                elif typ == "decide_only":
+                    sess.decide_only(ev["on"])
                 elif typ == "roll":
                     try:
                         out, applied = sess.roll(ev["dice"], ev.get("seq"))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .game import GameState, advance, change_shooter
+from .game import GameState, advance, change_shooter, set_decide_only
 from .money import floor_to_unit, pay
 from .rules import LOSE, PUSH, VOID, WIN, default_off_on_come_out, resolve
 from .wagers import BONUS_NUMBERS, HOPS, KINDS, ODDS_BASES, Wager, canonical_kind
@@ -27,6 +27,8 @@ from .wagers import BONUS_NUMBERS, HOPS, KINDS, ODDS_BASES, Wager, canonical_kin
 __all__ = ["Settlement", "Rejected", "settle", "Table", "vig_for"]
 
 _FIXED = ("fire", "hot_roller", *BONUS_NUMBERS)   # bets made for a shooter (epoch)
+#: Citation of the rolls made only to decide come / don't come wagers where a profile names none.
+_DECIDE_ONLY = "9 NYCRR 5324.52(i)(2)"
 
 
 class Rejected(Exception):
@@ -290,6 +292,9 @@ class Table:
         if (w.player, k, w.number) in self.reduced or (w.player, k, None) in self.reduced:
             raise Rejected(f"a {k} bet may not be replaced or increased after it was removed or reduced",
                            prof.cite("dont_no_increase"))
+        if k in ("pass", "dont_pass") and st.decide_only:
+            raise Rejected(f"the shooter is rolling only to decide the remaining come and don't come wagers: "
+                           f"a {k} bet is taken once those rolls are ended", prof.cite("decide_only", _DECIDE_ONLY))
         if k in ("pass", "dont_pass") and st.point is not None:
             raise Rejected(f"a {k} bet may be made only immediately prior to the come-out roll "
                            f"(the point is {st.point})", prof.cite(k))
@@ -453,6 +458,20 @@ class Table:
             raise ValueError(f"shooter change must be 'voluntary' or 'compulsory', not {change!r}")
         self.state = change_shooter(self.state)
 
+    def decide_only(self, on: bool) -> None:
+        """Start (``on``) or end the rolls made only to decide the remaining come and don't come
+        wagers, the on/off marker OFF on the don't pass line (9 NYCRR 5324.52(i)(2); N.J.A.C.
+        13:69F-1.11(b)). While on, no point is established and pass / don't pass bets are
+        refused; a 7 ends them.
+
+        Raises:
+            Rejected: started while a point is established.
+        """
+        try:
+            self.state = set_decide_only(self.state, on)
+        except ValueError as exc:
+            raise Rejected(str(exc), self.prof.cite("decide_only", _DECIDE_ONLY)) from None
+
     def roll(self, dice, seq: int | None = None) -> list[Settlement]:
         """Settle a roll; returns the decided wagers."""
         seq = self.state.rolls + 1 if seq is None else seq
@@ -475,7 +494,7 @@ class Table:
         """Plain-JSON state of the session (for the ledger)."""
         s = self.state
         return {"state": {"point": s.point, "shooter": s.shooter, "shooter_rolls": s.shooter_rolls,
-                          "rolls": s.rolls},
+                          "rolls": s.rolls, "decide_only": s.decide_only},
                 "wagers": [w.to_json() for w in self.wagers], "next_wid": self.next_wid,
                 "reduced": [list(r) for r in sorted(self.reduced, key=repr)]}
 

@@ -5,7 +5,8 @@ shooter number and the roll count within the shooter.
 
 Sources: 9 NYCRR 5324.52(b)(1) (come-out, point), (i)(1)(i) (the shooter passes the dice
 on a loser 7), (i)(1)-(3) and N.J.A.C. 13:69F-1.11(a),(c) (voluntary or compulsory
-relinquishment: a new shooter, the point, if any, stays).
+relinquishment: a new shooter, the point, if any, stays), (i)(2) and N.J.A.C.
+13:69F-1.11(b) (rolls only to decide the remaining come and don't come wagers).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from .wagers import POINTS
 
-__all__ = ["GameState", "advance", "change_shooter"]
+__all__ = ["GameState", "advance", "change_shooter", "set_decide_only"]
 
 
 @dataclass(frozen=True)
@@ -26,12 +27,17 @@ class GameState:
         shooter_rolls: rolls thrown by the current shooter (0 = before the initial come-out
             roll; fire, bonus craps and hot roller bets may only be made then).
         rolls: rolls settled in this session.
+        decide_only: the shooter rolls without a pass or don't pass bet only to decide the
+            remaining come and don't come wagers, the on/off marker OFF on the don't pass
+            line (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)): no point is established,
+            and a 7 is no loser 7.
     """
 
     point: int | None = None
     shooter: int = 1
     shooter_rolls: int = 0
     rolls: int = 0
+    decide_only: bool = False
 
     @property
     def come_out(self) -> bool:
@@ -40,9 +46,14 @@ class GameState:
 
 def advance(state: GameState, d1: int, d2: int) -> tuple[GameState, str]:
     """The state after a roll, and the outcome: natural, craps, point-set, point-made,
-    seven-out or no-decision (9 NYCRR 5324.52(b)(1))."""
+    seven-out or no-decision (9 NYCRR 5324.52(b)(1)), or decide-only for a roll made only to
+    decide the remaining come and don't come wagers (5324.52(i)(2)): it sets no point; a 7
+    decides every come and don't come wager on a number, so the game proceeds after it."""
     t = d1 + d2
     rolls = state.rolls + 1
+    if state.decide_only and state.point is None:
+        return replace(state, shooter_rolls=state.shooter_rolls + 1, rolls=rolls,
+                       decide_only=t != 7), "decide-only"
     if state.point is None:
         if t in POINTS:
             return replace(state, point=t, shooter_rolls=state.shooter_rolls + 1, rolls=rolls), "point-set"
@@ -59,3 +70,17 @@ def change_shooter(state: GameState) -> GameState:
     """A voluntary or compulsory relinquishment: a new shooter, the point unchanged
     (9 NYCRR 5324.52(i)(1),(3); N.J.A.C. 13:69F-1.11(a),(c))."""
     return replace(state, shooter=state.shooter + 1, shooter_rolls=0)
+
+
+def set_decide_only(state: GameState, on: bool) -> GameState:
+    """Start (``on``) or end the rolls made only to decide the remaining come and don't come
+    wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)).
+
+    Raises:
+        ValueError: started while a point is established ("after making the come out point":
+            they follow a decision, on what would be a come-out roll).
+    """
+    if on and state.point is not None:
+        raise ValueError(f"rolls only to decide come/don't come wagers start after a decision, "
+                         f"not while the point is {state.point} (9 NYCRR 5324.52(i)(2))")
+    return replace(state, decide_only=bool(on))

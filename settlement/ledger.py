@@ -185,6 +185,34 @@ class Session:
             self.event_seq = seq
         return True
 
+    def decide_only(self, on: bool, seq: int | None = None) -> bool:
+        """Start or end the rolls made only to decide the remaining come and don't come wagers
+        (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)). With a bus ``seq``, applied once, as
+        :meth:`shooter_change`. Returns whether it was applied.
+
+        Raises:
+            Rejected: started while a point is established (recorded as a rejection).
+        """
+        if seq is not None and seq <= self.last_bus_seq:
+            return False
+        t = copy.copy(self.table)
+        req = {"decide_only": bool(on)}
+        try:
+            t.decide_only(on)
+        except Rejected as exc:
+            self._reject(req, exc)
+            raise
+
+        def fn():
+            self._event("decide_only", None, {"on": bool(on), "seq": seq}, 0)
+            if seq is not None:
+                self.db.execute("INSERT INTO meta VALUES('event_seq', ?) ON CONFLICT(key) DO UPDATE "
+                                "SET value=excluded.value", (str(seq),))
+        self._commit(t, fn)
+        if seq is not None:
+            self.event_seq = seq
+        return True
+
     def roll(self, dice, seq: int | None = None) -> tuple[list[Settlement] | list[dict], bool]:
         """Settle a roll once. Returns (settlements, applied_now).
 

@@ -11,6 +11,9 @@ in sequence order:
   the table's ``game.point`` differs from its own a warning line is logged.
 * topic ``"state"`` with ``event: "new-shooter"`` (the table's voluntary or compulsory
   relinquishment): a new shooter, applied once per ``seq`` (recorded in the ledger).
+* topic ``"state"`` with ``event: "decide-only"`` and ``on``: the rolls made only to decide
+  the remaining come and don't come wagers start or end (9 NYCRR 5324.52(i)(2); N.J.A.C.
+  13:69F-1.11(b)), applied once per ``seq``.
 * anything else (no roll, boxperson call, other state, alarm): acknowledged, nothing settled
   (9 NYCRR 5324.52(k): a no roll decides nothing).
 
@@ -213,6 +216,14 @@ class EnvelopeApplier:
                 on_line(f"shooter change ({cause}) at seq={seq}")
                 self.bet()
             self.last_shooter = (body.get("game") or {}).get("shooter")
+            return 0
+        if env.get("topic") == "state" and body.get("event") == "decide-only":
+            on = body.get("on") is True
+            try:
+                if sess.decide_only(on, seq):
+                    on_line(f"rolls only to decide come/don't come wagers {'start' if on else 'end'} at seq={seq}")
+            except Rejected as exc:
+                on_line(f"decide-only seq={seq} refused: {exc.reason} [{exc.rule}]")
             return 0
         if env.get("topic") != "roll" or body.get("verdict") != "roll" or not body.get("dice"):
             return 0

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.game import GameState, advance, classify, new_shooter, state_from_json
+from controller.game import GameState, advance, classify, new_shooter, set_decide_only, state_from_json
 from controller.store import StateStore, StoreError
 
 ALL_DICE = list(itertools.product(range(1, 7), repeat=2))
@@ -66,6 +66,28 @@ def test_voluntary_relinquish_keeps_point():
     assert s.shooter == 2 and s.shooter_roll == 0 and s.point == 6 and s.puck == "ON"
     s, outcome = advance(s, (1, 5))
     assert outcome == "point-made" and s.shooter == 2 and s.shooter_roll == 1
+
+
+def test_rolls_only_to_decide_come_and_dont_come_wagers():
+    """9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b): no point is set while they last (puck OFF),
+    the shooter keeps the dice, and a 7 (which decides every come / don't come on a number)
+    ends them; they cannot start while a point is established."""
+    s, _ = advance(GameState(), (2, 2))
+    with pytest.raises(ValueError, match=r"point is 4 .*5324.52\(i\)\(2\)"):
+        set_decide_only(s, True)
+    s, outcome = advance(s, (1, 3))
+    assert outcome == "point-made" and s.points_made == (4,)
+    s = set_decide_only(s, True)
+    s, outcome = advance(s, (3, 3))
+    assert (outcome, s.point, s.puck, s.decide_only) == ("decide-only", None, "OFF", True)
+    s, outcome = advance(s, (6, 5))
+    assert (outcome, s.decide_only) == ("decide-only", True)
+    s, outcome = advance(s, (3, 4))
+    assert (outcome, s.decide_only, s.shooter, s.shooter_roll) == ("decide-only", False, 1, 5)
+    s, outcome = advance(s, (3, 3))
+    assert (outcome, s.point) == ("point-set", 6)                  # the game proceeds
+    assert state_from_json(set_decide_only(GameState(), True).to_json()).decide_only is True
+    assert set_decide_only(set_decide_only(GameState(), True), False).decide_only is False
 
 
 def test_bad_input():

@@ -220,6 +220,33 @@ def test_voluntary_relinquish(tmp_path):
     service.close()
 
 
+def test_decide_only_rolls_are_published(tmp_path):
+    """9 NYCRR 5324.52(i)(2): the boxperson's start of the rolls made only to decide come /
+    don't come wagers is published as a state message, and the next 6 sets no point."""
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    bodies, t = run_throws(service, [[(4, 100, 100), (4, 200, 120)]])          # point 8
+    with pytest.raises(ValueError, match="point is 8"):
+        service.decide_only(True)
+    assert pub.sent[-1][0] == "roll"                                             # nothing published
+    more, i = [], 10_000
+
+    def throw(dice, t):
+        nonlocal i
+        frames, t, i = throw_frames(dice, t, start_index=i)
+        more.extend(b for b in map(service.process, frames) if b is not None)
+        return t
+
+    t = throw([(5, 100, 100), (3, 200, 120)], t)                                 # 8: point made
+    state = service.decide_only(True)
+    assert state.decide_only and state.point is None
+    assert pub.sent[-1][0] == "state" and pub.sent[-1][1]["event"] == "decide-only"
+    assert pub.sent[-1][1]["on"] is True and pub.sent[-1][1]["game"]["decide_only"] is True
+    throw([(4, 100, 100), (2, 200, 120)], t)                                     # 6: no point
+    assert [(b["game"]["outcome"], b["game"]["point"]) for b in more] == [("point-made", None), ("decide-only", None)]
+    service.close()
+
+
 def _real_bus(tmp_path):
     from bus.config import BusConfig
 

@@ -418,3 +418,36 @@ def test_common_wagers_in_every_profile(name):
     assert one(out, player="f")["payout"] == 1000                                  # field 2 pays 2:1
     assert one(out, player="s")["payout"] == 2000                                  # 4:1 / "5 for 1"
     assert one(out, player="x")["result"] == "lose"                                # seven-out
+
+
+def test_rolls_only_to_decide_the_remaining_come_and_dont_come_wagers():
+    """9 NYCRR 5324.52(i)(2) / N.J.A.C. 13:69F-1.11(b): after the point is made, with come and
+    don't come wagers left and no pass or don't pass bet, the shooter rolls only to decide
+    them. Those rolls set no point (a 6 is not a point: the come bet on 6 wins, nothing else
+    changes), a pass bet is refused until they end, and a 7 decides the rest and ends them
+    without a change of shooter."""
+    on, off = {"type": "decide_only", "on": True}, {"type": "decide_only", "on": False}
+    ev = [bet("p", "pass", 500), roll(2, 2),                         # point 4
+          bet("p", "come", 500), roll(3, 3),                         # come -> 6
+          bet("q", "dont_come", 500), roll(4, 5),                    # don't come -> 9
+          roll(1, 3),                                                # point 4 made: pass wins
+          on, bet("p", "pass", 500),                                 # refused: decision-only rolls
+          roll(5, 1),                                                # 6: the come bet on 6 wins; no point
+          roll(4, 1),                                                # 5: nothing (no point was set by the 6)
+          roll(5, 2),                                                # 7: the don't come on 9 wins; rolls end
+          bet("p", "pass", 500), roll(3, 3), roll(3, 3)]             # the game proceeds: point 6, made
+    out = run("ny-5324", ev)
+    assert [(r["rule"], r["bet"]) for r in rejected(out)] == [("9 NYCRR 5324.52(i)(2)", "pass")]
+    assert one(out, bet="come", roll=5) == {"roll": 5, "player": "p", "bet": "come", "number": 6, "result": "win",
+                                            "stake": 500, "payout": 500, "vig": 0}
+    assert one(out, bet="dont_come", roll=7)["result"] == "win"
+    assert [o["roll"] for o in settled(out)] == [4, 5, 7, 9]          # the 5 (roll 6) decided nothing
+    assert one(out, bet="pass", roll=9)["result"] == "win"            # a new point 6, made on roll 9
+    # Without the mode the pass bet is taken, the 6 is its point and the 7 a seven-out.
+    plain = run("ny-5324", [e for e in ev if e not in (on, off)])
+    assert rejected(plain) == []
+    assert [(o["roll"], o["bet"], o["result"]) for o in settled(plain)] == [
+        (4, "pass", "win"), (5, "come", "win"), (7, "dont_come", "win"), (7, "pass", "lose"), (9, "pass", "win")]
+    # Not while a point is established.
+    late = run("nj-13-47", [bet("p", "pass", 500), roll(2, 2), on])
+    assert [r["rule"] for r in rejected(late)] == ["N.J.A.C. 13:69F-1.11(b)"]

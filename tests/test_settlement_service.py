@@ -122,3 +122,33 @@ def test_applier_takes_state_new_shooter_once_and_controller_player_format():
     assert sess.table.state.shooter == 3
     assert sum(1 for x in lines if x.startswith("shooter change")) == 1
     assert any("q odds dont_pass 5 stake $10.00 wins $6.67" in x for x in lines)   # 2:3, rounded up
+
+
+def test_applier_takes_the_decide_only_state_once():
+    """The table's "decide-only" state message (9 NYCRR 5324.52(i)(2)) is applied once per seq:
+    the 6 that follows sets no point, the test player's pass bet is refused until a 7 ends it;
+    a start while a point is on is refused and logged, nothing else lost."""
+    from settlement.ledger import Session
+    from settlement.profile import load_profile
+    from settlement.service import EnvelopeApplier, LineBettor
+
+    sess = Session(load_profile("ny-5324"))
+    lines: list[str] = []
+    ap = EnvelopeApplier(sess, LineBettor([{"name": "p", "bet": "come", "amount": 500, "odds": 0}]), lines.append)
+    env = lambda seq, b: {"seq": seq, "topic": "roll", "body": b}  # noqa: E731
+    state = lambda seq, on: {"seq": seq, "topic": "state", "body": {"event": "decide-only", "on": on}}  # noqa: E731
+    sess.place({"player": "p", "bet": "pass", "amount": 500})
+    assert ap.apply(env(1, body(2, 2, point=4))) == 1                  # point 4
+    assert ap.apply(state(2, True)) == 0
+    assert any(x.startswith("decide-only seq=2 refused") and "5324.52(i)(2)" in x for x in lines)
+    ap.bet()                                                            # the come bet
+    assert ap.apply(env(3, body(3, 3, point=4))) == 1                   # the come bet goes to 6
+    assert ap.apply(env(4, body(1, 3))) == 1                            # point made: the pass wins
+    assert ap.apply(state(5, True)) == 0 and ap.apply(state(5, True)) == 0
+    assert sess.table.state.decide_only
+    assert sum(x.startswith("rolls only to decide") for x in lines) == 1
+    n = len(lines)
+    assert ap.apply(env(6, body(5, 1))) == 1                            # 6: the come bet on 6 wins
+    assert any("p come 6 stake $5.00 wins $5.00" in x for x in lines[n:]), lines[n:]
+    assert sess.table.state.point is None and sess.table.state.decide_only
+    assert ap.apply(env(7, body(3, 4))) == 1 and not sess.table.state.decide_only   # a 7 ends them
