@@ -174,15 +174,7 @@ class Session:
             return False
         t = copy.copy(self.table)
         t.shooter_change(change)
-
-        def fn():
-            self._event("shooter", None, {"change": change, "seq": seq}, 0)
-            if seq is not None:
-                self.db.execute("INSERT INTO meta VALUES('event_seq', ?) ON CONFLICT(key) DO UPDATE "
-                                "SET value=excluded.value", (str(seq),))
-        self._commit(t, fn)
-        if seq is not None:
-            self.event_seq = seq
+        self._commit_table_event(t, "shooter", {"change": change, "seq": seq}, seq)
         return True
 
     def decide_only(self, on: bool, seq: int | None = None) -> bool:
@@ -196,22 +188,25 @@ class Session:
         if seq is not None and seq <= self.last_bus_seq:
             return False
         t = copy.copy(self.table)
-        req = {"decide_only": bool(on)}
         try:
             t.decide_only(on)
         except Rejected as exc:
-            self._reject(req, exc)
+            self._reject({"decide_only": bool(on)}, exc)
             raise
+        self._commit_table_event(t, "decide_only", {"on": bool(on), "seq": seq}, seq)
+        return True
 
+    def _commit_table_event(self, table: Table, kind: str, record: dict, seq: int | None) -> None:
+        """Commit a table event (new shooter, decide-only) with its record and, for a bus
+        event, its ``seq`` (so a replayed envelope is applied once)."""
         def fn():
-            self._event("decide_only", None, {"on": bool(on), "seq": seq}, 0)
+            self._event(kind, None, record, 0)
             if seq is not None:
                 self.db.execute("INSERT INTO meta VALUES('event_seq', ?) ON CONFLICT(key) DO UPDATE "
                                 "SET value=excluded.value", (str(seq),))
-        self._commit(t, fn)
+        self._commit(table, fn)
         if seq is not None:
             self.event_seq = seq
-        return True
 
     def roll(self, dice, seq: int | None = None) -> tuple[list[Settlement] | list[dict], bool]:
         """Settle a roll once. Returns (settlements, applied_now).
