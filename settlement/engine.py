@@ -317,7 +317,7 @@ class Table:
         if k == "odds":
             w = self._check_odds(w)
         existing = self.find(w.key())
-        if existing is not None and k in prof.s.removal.never_changed:
+        if existing is not None and (k in prof.s.removal.never_changed or k in prof.s.removal.removed_whole_only):
             raise Rejected(f"a {k} bet, once made, shall not be increased", prof.cite("removal_fixed"))
         units = prof.s.units.get(k)
         if units:
@@ -411,8 +411,9 @@ class Table:
         """Remove a wager, or reduce it by ``amount`` cents. Returns (the wager before, cents returned).
 
         Raises:
-            Rejected: no such wager; pass/come after its point ((c)(3)(i)); fire/bonus craps
-                ((c)(3)(ii)-(iii)); amount larger than the wager.
+            Rejected: no such wager; pass/come after its point ((c)(3)(i)); a fire bet
+                ((c)(3)(ii)); a bonus craps bet reduced rather than removed whole ((c)(3)(iii));
+                amount larger than the wager.
         """
         prof = self.prof
         w = self._lookup(req)
@@ -422,6 +423,9 @@ class Table:
         if w.kind in prof.s.removal.locked_after_point and w.number is not None:
             raise Rejected(f"a {w.kind} bet may not be removed or reduced after its point ({w.number}) "
                            f"is established", prof.cite("removal_line"))
+        if w.kind in prof.s.removal.removed_whole_only and amount is not None and amount != w.amount:
+            raise Rejected(f"a {w.kind} bet, once made, shall not be reduced (it may be removed whole)",
+                           prof.cite("removal_fixed"))
         if amount is not None and amount > w.amount:
             raise Rejected(f"cannot reduce a {w.amount}-cent {w.kind} bet by {amount}", prof.cite("removal_line"))
         left = w.amount - (amount or w.amount)

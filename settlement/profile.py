@@ -134,8 +134,12 @@ class Removal(_Strict):
     """Removal and reduction (9 NYCRR 5324.52(c)(3)-(4))."""
 
     locked_after_point: list[str]
+    #: never reduced, increased or removed before their decision ((c)(3)(ii): the fire bet)
     never_changed: list[str]
     no_increase_after_reduce: list[str]
+    #: never reduced or increased, but may be removed whole before a roll that decides them
+    #: ((c)(3)(iii): bonus craps; unlike the fire bet, the text does not forbid removal)
+    removed_whole_only: list[str] = []
 
 
 class Working(_Strict):
@@ -172,6 +176,7 @@ class Settlement(_Strict):
                              ("limits.wager", self.limits.wager),
                              ("removal.locked_after_point", self.removal.locked_after_point),
                              ("removal.never_changed", self.removal.never_changed),
+                             ("removal.removed_whole_only", self.removal.removed_whole_only),
                              ("removal.no_increase_after_reduce", self.removal.no_increase_after_reduce),
                              ("working.callable_off", self.working.callable_off)):
             bad = [k for k in names if k not in KINDS]

@@ -451,3 +451,16 @@ def test_rolls_only_to_decide_the_remaining_come_and_dont_come_wagers():
     # Not while a point is established.
     late = run("nj-13-47", [bet("p", "pass", 500), roll(2, 2), on])
     assert [r["rule"] for r in rejected(late)] == ["N.J.A.C. 13:69F-1.11(b)"]
+
+
+def test_bonus_craps_may_be_removed_whole_but_not_reduced_or_increased():
+    """9 NYCRR 5324.52(c)(3): any wager may be removed or reduced before the roll that decides it,
+    except (ii) a fire bet (not reduced, increased, or removed before a loser 7) and (iii) a bonus
+    craps bet: "shall not be reduced or increased at any time" (removal is not forbidden)."""
+    out = run("ny-5324", [bet("p", "make_em_all", 500), bet("p", "make_em_all", 100), roll(1, 1),
+                          {"type": "remove", "player": "p", "bet": "make_em_all", "amount": 200},
+                          {"type": "remove", "player": "p", "bet": "make_em_all"},
+                          roll(3, 4)])
+    assert [r["rule"] for r in rejected(out)] == ["9 NYCRR 5324.52(c)(3)(ii)-(iii)"] * 2
+    assert "increased" in rejected(out)[0]["reason"] and "reduced" in rejected(out)[1]["reason"]
+    assert settled(out) == []                          # removed whole before the 7: nothing to lose
