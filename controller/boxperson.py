@@ -20,7 +20,14 @@ Command protocol (JSON objects over a ZeroMQ REP socket; one reply per request):
     {"cmd": "decide", "roll_id": "table-1-00000042", "void": true, "who": "ann"}
     {"cmd": "pending"}                       -> {"ok": true, "calls": [{roll_id, reason, ...}]}
     {"cmd": "evidence", "roll_id": "..."}    -> {"ok": true, "png_b64": "..."}
+    {"cmd": "decide-only", "on": true, "who": "ann"}   -> {"ok": true, "queued": "decide-only"}
     reply: {"ok": true, "decision": {...}}  or  {"ok": false, "error": "what is wrong"}
+
+``decide-only``: the boxperson starts (``on``) or ends the rolls made only to decide the
+remaining come and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)). It is
+handed to the table service (``table_command``), which applies it before the next frame and
+publishes it (``state`` message ``decide-only``), or refuses it with a ``command-refused``
+alarm (a point is on).
 
 With CURVE keys (:class:`CurveServerKeys`, the bus's key files, bus/keys.py) the socket is
 encrypted and only clients whose public certificate is in the allow-list may connect.
@@ -332,8 +339,11 @@ def _error(msg: str) -> dict:
     return {"ok": False, "error": msg}
 
 
-def handle_request(registry: CallRegistry, raw: bytes) -> dict:
-    """Answer one command (see the module docstring); never raises for bad input."""
+def handle_request(registry: CallRegistry, raw: bytes,
+                   table_command: Callable[..., None] | None = None) -> dict:
+    """Answer one command (see the module docstring); never raises for bad input.
+    ``table_command(event, **details)`` takes the commands meant for the table service
+    (``TableService.post``); without it they are refused."""
     try:
         req = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -367,7 +377,20 @@ def handle_request(registry: CallRegistry, raw: bytes) -> dict:
         except DecisionError as exc:
             return _error(str(exc))
         return {"ok": True, "decision": d.to_json()}
-    return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence")
+    if cmd == "decide-only":
+        unknown = sorted(set(req) - {"cmd", "on", "who"})
+        if unknown:
+            return _error(f"decide-only: unknown key(s) {unknown}")
+        on, who = req.get("on"), req.get("who")
+        if not isinstance(on, bool):
+            return _error(f"decide-only: on must be true or false, got {on!r}")
+        if not isinstance(who, str) or not who.strip():
+            return _error("decide-only: who (the boxperson's name) is required")
+        if table_command is None:
+            return _error("decide-only: this command socket is not connected to a table service")
+        table_command("decide-only", on=on, who=who.strip())
+        return {"ok": True, "queued": "decide-only", "on": on}
+    return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence, decide-only")
 
 
 class CommandServer:
@@ -380,13 +403,18 @@ class CommandServer:
         curve: CURVE keys, or ``None`` for a plain socket (loopback / ipc only is advised).
         context: a ``zmq.Context`` (default: a new one, terminated by :meth:`close`).
 
+    ``table_command``: see :func:`handle_request`.
+
     Call :meth:`start` to serve from a background thread (it also expires calls past their
     deadline every ``poll_ms``), or :meth:`serve_once` from your own loop.
     """
 
     def __init__(self, registry: CallRegistry, endpoint: str, *, curve: CurveServerKeys | None = None,
-                 context: zmq.Context | None = None, poll_ms: int = 100) -> None:
+                 context: zmq.Context | None = None, poll_ms: int = 100,
+                 table_command: Callable[..., None] | None = None) -> None:
         self.registry = registry
+        #: where commands for the table service go (``TableService.post``); may be set later
+        self.table_command = table_command
         self._own_ctx = context is None
         self.ctx = context or zmq.Context()
         self._auth = None
@@ -417,7 +445,7 @@ class CommandServer:
         if not self.sock.poll(timeout_ms, zmq.POLLIN):
             return False
         raw = self.sock.recv()
-        reply = handle_request(self.registry, raw)
+        reply = handle_request(self.registry, raw, self.table_command)
         self.sock.send(json.dumps(reply).encode())
         return True
 

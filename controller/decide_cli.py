@@ -5,9 +5,12 @@ Examples::
     craps-table decide --endpoint tcp://127.0.0.1:5560 --roll-id table-1-00000042 --dice 3 4 --who ann
     craps-table decide --endpoint tcp://127.0.0.1:5560 --roll-id table-1-00000042 --void --who ann
     craps-table decide --endpoint tcp://127.0.0.1:5560 --pending
+    craps-table decide --endpoint tcp://127.0.0.1:5560 --decide-only on --who ann
 
 9 NYCRR 5324.52(h)(1)(ii)(a): the boxperson determines which face is uppermost or voids the
-throw. Exit status: 0 the decision was taken (printed as JSON), 1 the table refused it (no such
+throw. ``--decide-only on|off``: the boxperson starts or ends the rolls made only to decide the
+remaining come and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)); the table
+applies it before its next frame, or refuses it with a ``command-refused`` alarm (a point is on). Exit status: 0 the decision was taken (printed as JSON), 1 the table refused it (no such
 call, already decided) or did not answer, 2 bad arguments.
 """
 from __future__ import annotations
@@ -30,6 +33,9 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
                       help="the value of each die, 1..6, left to right as on the evidence frame")
     what.add_argument("--void", action="store_true", help="void the throw: the dice are re-rolled")
     what.add_argument("--pending", action="store_true", help="list the pending calls and exit")
+    what.add_argument("--decide-only", choices=("on", "off"),
+                      help="start (on) or end (off) the rolls made only to decide the remaining come and "
+                           "don't come wagers, 9 NYCRR 5324.52(i)(2) (with --who; no --roll-id)")
     parser.add_argument("--who", help="the boxperson's name (logged and published with the roll)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the table (default 5)")
     parser.add_argument("--evidence-out", type=Path,
@@ -52,6 +58,10 @@ def run(command: str, args: argparse.Namespace) -> int:
         return _bad("--timeout must be > 0")
     if args.pending:
         request = {"cmd": "pending"}
+    elif args.decide_only is not None:
+        if not args.who or not args.who.strip():
+            return _bad("--who (the boxperson's name) is required")
+        request = {"cmd": "decide-only", "on": args.decide_only == "on", "who": args.who.strip()}
     elif args.dice is None and not args.void:
         if not args.roll_id or args.evidence_out is None:
             return _bad("give --roll-id with --dice D1 D2 or --void (or --evidence-out), or --pending")

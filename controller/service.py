@@ -396,9 +396,11 @@ class TableService:
 
     def post(self, event: str, **details) -> None:
         """Hand the service an event from another thread (the firmware bridge's dispatch
-        thread); it is applied before the next frame. Events: ``"shooter-button"`` (the shooter
-        passes the dice: :meth:`relinquish`), ``"link"`` with ``up`` and ``reason`` (the
-        microcontroller link: a fault and an alarm while it is down)."""
+        thread, the boxperson command socket); it is applied before the next frame. Events:
+        ``"shooter-button"`` (the shooter passes the dice: :meth:`relinquish`), ``"decide-only"``
+        with ``on`` and ``who`` (:meth:`decide_only`; refused with a ``command-refused`` alarm
+        while a point is on), ``"link"`` with ``up`` and ``reason`` (the microcontroller link: a
+        fault and an alarm while it is down)."""
         self._inbox.put((event, details))
 
     def _drain_inbox(self) -> None:
@@ -410,6 +412,14 @@ class TableService:
             if event == "shooter-button":
                 log.info("shooter button: the shooter passes the dice")
                 self.relinquish()
+            elif event == "decide-only":
+                try:
+                    self.decide_only(bool(details.get("on")))
+                    log.info("rolls only to decide come/don't come wagers %s (%s)",
+                             "start" if details.get("on") else "end", details.get("who"))
+                except ValueError as exc:
+                    log.warning("decide-only from %s refused: %s", details.get("who"), exc)
+                    self._publish("alarm", {"code": "command-refused", "message": f"decide-only: {exc}"[:500]})
             elif event == "link":
                 if details.get("up"):
                     self._clear_fault("bridge")

@@ -20,6 +20,7 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from camera.base import FrameError, FrameSource
@@ -423,11 +424,12 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
     if publisher is None:
         publisher = build_publisher(cfg)
         opened.append(publisher)
+    late_post: list = []
     try:
         driver = lamp_driver if lamp_driver is not None else build_lamp_driver(cfg)
         if lamp_driver is None:
             opened.append(driver)
-        observer, closers = build_observer(cfg, source, area)
+        observer, closers = build_observer(cfg, source, area, table_command=_late_post(late_post))
         opened.extend(closers)
         store = StateStore(cfg.state.db)
     except BaseException:
@@ -451,6 +453,7 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         journalled_rolls=lambda after: journal_roll_ids(cfg.bus.journal_path, after),
         observe=observer)
     service.closers.extend(closers)
+    late_post.append(service.post)   # the boxperson command socket's table commands
     link = getattr(driver, "link", None)
     if link is None and cfg.firmware is not None:
         try:
@@ -597,7 +600,17 @@ class AreaZones:
         return getattr(self._observer, name)
 
 
-def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object, list]:
+def _late_post(holder: list) -> Callable[..., None]:
+    """``TableService.post`` of the service built after the command socket (``holder[0]``)."""
+    def post(event: str, **details) -> None:
+        if not holder:
+            raise RuntimeError("the table service is not running yet")
+        holder[0](event, **details)
+    return post
+
+
+def build_observer(cfg: TableConfig, source: FrameSource, area,
+                   table_command: Callable[..., None] | None = None) -> tuple[object, list]:
     """The irregularity detectors and boxperson calls of ``[rules]`` and ``[boxperson]``: a
     :class:`controller.throw_observer.ThrowObserver` with the calibration (``rules.calibration``
     or the source's own), a call registry, and the command server ``craps-table decide`` talks
@@ -638,7 +651,7 @@ def build_observer(cfg: TableConfig, source: FrameSource, area) -> tuple[object,
     closers = []
     if cfg.boxperson.endpoint:
         try:
-            server = CommandServer(registry, cfg.boxperson.endpoint)
+            server = CommandServer(registry, cfg.boxperson.endpoint, table_command=table_command)
             server.start()
         except Exception as exc:  # noqa: BLE001 - zmq errors: named with the key
             raise SetupError(f"boxperson.endpoint {cfg.boxperson.endpoint!r}: {exc}") from None

@@ -237,7 +237,10 @@ def test_decide_only_rolls_are_published(tmp_path):
         more.extend(b for b in map(service.process, frames) if b is not None)
         return t
 
-    t = throw([(5, 100, 100), (3, 200, 120)], t)                                 # 8: point made
+    service.post("decide-only", on=True, who="ann")                              # from the command socket
+    t = throw([(5, 100, 100), (3, 200, 120)], t)                                 # applied first: refused
+    alarms = [b for topic, b in pub.sent if topic == "alarm"]
+    assert alarms and alarms[-1]["code"] == "command-refused" and "point is 8" in alarms[-1]["message"]
     state = service.decide_only(True)
     assert state.decide_only and state.point is None
     assert pub.sent[-1][0] == "state" and pub.sent[-1][1]["event"] == "decide-only"

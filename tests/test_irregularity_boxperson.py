@@ -181,3 +181,22 @@ def test_curve_command_server(tmp_path):
         assert reply["ok"] and reply["decision"]["dice"] == [6, 6]
     finally:
         server.close()
+
+
+def test_decide_only_command_reaches_the_table_service(capsys, tmp_path):
+    """``craps-table decide --decide-only on --who ann`` (9 NYCRR 5324.52(i)(2)) goes over the
+    command socket to the table service's inbox; without a service it is refused; bad input is
+    named."""
+    reg, _ = registry()
+    posted = []
+    assert "not connected" in handle_request(reg, b'{"cmd": "decide-only", "on": true, "who": "ann"}')["error"]
+    bad = handle_request(reg, b'{"cmd": "decide-only", "on": "yes", "who": "ann"}', lambda e, **d: posted.append(e))
+    assert "on must be true or false" in bad["error"] and posted == []
+    server = CommandServer(reg, "tcp://127.0.0.1:*", table_command=lambda e, **d: posted.append((e, d))).start()
+    try:
+        assert cli_main(["decide", "--endpoint", server.endpoint, "--decide-only", "on", "--who", "ann"]) == 0
+        assert json.loads(capsys.readouterr().out) == {"ok": True, "queued": "decide-only", "on": True}
+        assert cli_main(["decide", "--endpoint", server.endpoint, "--decide-only", "off"]) == 2   # no --who
+        assert posted == [("decide-only", {"on": True, "who": "ann"})]
+    finally:
+        server.close()
