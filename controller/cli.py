@@ -25,7 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "read": ("vision.cli", "read the dice in photographs"),
     "eval": ("vision.cli", "measure the dice reader on YOLO-labelled photographs"),
     "sim": ("simulator.cli", "simulate a throw and write its frames and ground truth"),
-    "decide": ("controller.decide_cli", "answer a boxperson call: a value for each die, or void"),
+    "decide": ("controller.decide_cli", "answer a boxperson call (a value for each die, or void); "
+                                        "start or end decide-only rolls"),
     "settle": ("settlement.cli", "settle a JSONL scenario of wagers and rolls (test-bench interface)"),
     "settle-service": ("settlement.service", "subscribe to the roll bus and settle wagers"),
     "keys": ("bus.cli", "generate CURVE and signing keys for the roll bus"),

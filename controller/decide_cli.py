@@ -59,12 +59,15 @@ def run(command: str, args: argparse.Namespace) -> int:
     if args.pending:
         request = {"cmd": "pending"}
     elif args.decide_only is not None:
+        if args.roll_id or args.evidence_out is not None:
+            return _bad("--decide-only is about the table, not a roll: no --roll-id or --evidence-out")
         if not args.who or not args.who.strip():
             return _bad("--who (the boxperson's name) is required")
         request = {"cmd": "decide-only", "on": args.decide_only == "on", "who": args.who.strip()}
     elif args.dice is None and not args.void:
         if not args.roll_id or args.evidence_out is None:
-            return _bad("give --roll-id with --dice D1 D2 or --void (or --evidence-out), or --pending")
+            return _bad("give --roll-id with --dice D1 D2 or --void (or --evidence-out), or --pending, "
+                        "or --decide-only on|off")
         request = {"cmd": "evidence", "roll_id": args.roll_id}
     else:
         if not args.roll_id:
@@ -81,7 +84,8 @@ def run(command: str, args: argparse.Namespace) -> int:
     try:
         reply = send_command(args.endpoint, request, timeout_s=args.timeout, curve=curve)
     except TimeoutError as exc:
-        print(f"craps-table decide: {exc}", file=sys.stderr)
+        print(f"craps-table decide: {exc} (is a table service running with its [boxperson] endpoint "
+              f"there? `craps-table demo` prints its own)", file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 - a bad endpoint or key file is bad input
         return _bad(f"{type(exc).__name__}: {exc}")

@@ -218,6 +218,8 @@ def run_demo(args: argparse.Namespace) -> int:
             what += ", far-wall sensor"
         say(f"craps-table demo: table {cfg.table.id}, {what}; {args.rolls} verdicts; "
             f"players {', '.join(p['name'] for p in players)} ({cfg.settlement.profile})")
+        say(f"craps-table demo: boxperson commands while it runs: craps-table decide --endpoint "
+            f"{cfg.boxperson.endpoint} (--pending | --roll-id ID ... | --decide-only on|off --who NAME)")
         publisher = RollPublisher(bus_cfg, cfg.table.id)
         settlement = SettlementThread(bus_cfg, cfg.settlement.profile, players, tmp).start()
 

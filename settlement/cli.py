@@ -20,7 +20,7 @@ roll whose seq was already applied settles nothing (idempotent). See docs/wagers
 
 Exit status: 0; 2 for bad input (profile missing or wrong key, a line that is not a JSON
 object, an unknown line type, dice that are not two integers 1..6, a bad shooter change, a
-seq out of order). The whole file is checked before anything is printed.
+``working`` or ``decide_only`` line whose ``on`` is not true/false, a seq out of order). The whole file is checked before anything is printed.
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ _KEYS = {
     "working": _WAGER_KEYS | {"on"},
     "roll": frozenset({"type", "dice", "seq", "comment"}),
     "shooter": frozenset({"type", "change", "comment"}),
+    "decide_only": frozenset({"type", "on", "comment"}),
 }
 
 
@@ -95,7 +96,7 @@ def parse_scenario(lines, name: str = "scenario") -> list[tuple[int, dict]]:
             raise ScenarioError(f"{name}:{i}: shooter 'change' must be 'voluntary' or 'compulsory', "
                                 f"not {ev.get('change')!r}")
         if typ in ("working", "decide_only") and not isinstance(ev.get("on"), bool):
-            raise ScenarioError(f"{name}:{i}: working 'on' must be true or false, not {ev.get('on')!r}")
+            raise ScenarioError(f"{name}:{i}: {typ} 'on' must be true or false, not {ev.get('on')!r}")
         events.append((i, ev))
     return events
 

@@ -200,3 +200,8 @@ def test_decide_only_command_reaches_the_table_service(capsys, tmp_path):
         assert posted == [("decide-only", {"on": True, "who": "ann"})]
     finally:
         server.close()
+
+
+def test_decide_only_cli_refuses_a_roll_id(capsys):
+    assert cli_main(["decide", "--decide-only", "on", "--who", "a", "--roll-id", "x"]) == 2
+    assert "not a roll" in capsys.readouterr().err

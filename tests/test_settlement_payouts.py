@@ -464,3 +464,26 @@ def test_bonus_craps_may_be_removed_whole_but_not_reduced_or_increased():
     assert [r["rule"] for r in rejected(out)] == ["9 NYCRR 5324.52(c)(3)(ii)-(iii)"] * 2
     assert "increased" in rejected(out)[0]["reason"] and "reduced" in rejected(out)[1]["reason"]
     assert settled(out) == []                          # removed whole before the 7: nothing to lose
+
+
+def test_cli_decide_only_lines(tmp_path, capsys):
+    """The settle command takes the decide_only line it documents (docs/wagers.md), and names a
+    malformed one (exit 2, nothing printed)."""
+    from controller.cli import main
+    lines = [bet("p", "pass", 500), roll(2, 2), bet("p", "come", 500), roll(2, 3), roll(1, 3),
+             {"type": "decide_only", "on": True}, bet("p", "pass", 500), roll(4, 1), roll(3, 3)]
+    good = tmp_path / "decide.jsonl"
+    good.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    assert main(["settle", "--profile", "ny-5324", str(good)]) == 0
+    out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(o.get("roll"), o.get("bet"), o.get("result", o.get("type"))) for o in out] == [
+        (3, "pass", "win"), (None, "pass", "rejected"), (4, "come", "win")]
+    assert out[1]["rule"] == "9 NYCRR 5324.52(i)(2)"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "decide_only", "on": "yes"}\n')
+    assert main(["settle", "--profile", "ny-5324", str(bad)]) == 2
+    cap = capsys.readouterr()
+    assert "bad.jsonl:1: decide_only 'on' must be true or false" in cap.err and cap.out == ""
+    bad.write_text('{"type": "decide_only", "on": true, "who": "ann"}\n')
+    assert main(["settle", "--profile", "ny-5324", str(bad)]) == 2
+    assert "unknown key 'who' in a decide_only line" in capsys.readouterr().err
