@@ -48,6 +48,10 @@ FACES_ONNX = MODEL_DIR / "dice_faces.onnx"
 CROP = 48
 WINDOW = 1.25
 STRIDE = 4
+#: A classifier window shrunk below AREA_BELOW x is first reduced by pixel-area averaging to
+#: AREA_KEEP x the final scale (:func:`crop_die`).
+AREA_BELOW = 0.6
+AREA_KEEP = 0.8
 #: Die box side (pixels) at which the detector is run; it was trained on 7..34.
 TARGET_BOX_PX = 18.0
 #: Long side (pixels) of the coarse pass that measures the dice when their size is unknown.
@@ -178,17 +182,34 @@ def standardise(crops: np.ndarray) -> np.ndarray:
 
 def crop_die(img: np.ndarray, cx: float, cy: float, size: float, angle_deg: float = 0.0) -> np.ndarray:
     """The classifier's view of a die: uint8 ``(CROP, CROP, 3)``, a window of
-    ``WINDOW * size`` pixels around ``(cx, cy)`` rotated by ``angle_deg``, bilinear; when the
-    window is shrunk below 0.6x, blurred by sigma 0.35 / scale output pixels, as in training
-    (:mod:`vision.train.online`)."""
+    ``WINDOW * size`` pixels around ``(cx, cy)`` (pixels) rotated by ``angle_deg`` (degrees),
+    bilinear.
+
+    A window shrunk below :data:`AREA_BELOW` x is first reduced by pixel-area averaging
+    (``cv2.INTER_AREA``) to :data:`AREA_KEEP` x the final scale, so the crop is anti-aliased
+    and as sharp as a small die's. Before, such a window was sampled bilinearly and then
+    blurred by 0.35 / scale output pixels: a die 270 px across (the oblique webcam photos
+    scaled 2.5x) came out blurred to sigma 2.5 px, and 4 of 155 held-out dice read wrong
+    (2s as 3s), none with this crop.
+    """
     sc = CROP / (WINDOW * size)
-    m = cv2.getRotationMatrix2D((cx, cy), angle_deg, sc)
-    m[0, 2] += CROP / 2 - cx
-    m[1, 2] += CROP / 2 - cy
-    c = cv2.warpAffine(img, m, (CROP, CROP), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT101)
-    if sc < 0.6:
-        c = cv2.GaussianBlur(c, (0, 0), 0.35 / sc)
-    return c
+    src, x, y = img, cx, cy
+    if sc < AREA_BELOW:
+        h, w = img.shape[:2]
+        r = int(np.ceil(0.75 * WINDOW * size)) + 2        # the turned window's half-diagonal
+        x0, y0 = max(0, int(cx) - r), max(0, int(cy) - r)
+        x1, y1 = min(w, int(cx) + r + 1), min(h, int(cy) + r + 1)
+        if x1 - x0 >= 2 and y1 - y0 >= 2:
+            f = sc / AREA_KEEP
+            pw, ph = max(1, int(round((x1 - x0) * f))), max(1, int(round((y1 - y0) * f)))
+            src = cv2.resize(img[y0:y1, x0:x1], (pw, ph), interpolation=cv2.INTER_AREA)
+            fx, fy = pw / (x1 - x0), ph / (y1 - y0)
+            x, y = (cx - x0 + 0.5) * fx - 0.5, (cy - y0 + 0.5) * fy - 0.5
+            sc = sc / ((fx + fy) / 2)
+    m = cv2.getRotationMatrix2D((x, y), angle_deg, sc)
+    m[0, 2] += CROP / 2 - x
+    m[1, 2] += CROP / 2 - y
+    return cv2.warpAffine(src, m, (CROP, CROP), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT101)
 
 
 def _centres(img: np.ndarray, s: float) -> tuple[list[tuple[float, float, float, float]], float]:
