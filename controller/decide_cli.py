@@ -10,8 +10,10 @@ Examples::
 9 NYCRR 5324.52(h)(1)(ii)(a): the boxperson determines which face is uppermost or voids the
 throw. ``--decide-only on|off``: the boxperson starts or ends the rolls made only to decide the
 remaining come and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)); the table
-applies it before its next frame, or refuses it with a ``command-refused`` alarm (a point is on). Exit status: 0 the decision was taken (printed as JSON), 1 the table refused it (no such
-call, already decided) or did not answer, 2 bad arguments.
+applies it before its next frame, or refuses it with a ``command-refused`` alarm (a point is on).
+
+Exit status: 0 the decision was taken (printed as JSON), 1 the table refused it (no such call,
+already decided) or did not answer, 2 bad arguments.
 """
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ roll whose seq was already applied settles nothing (idempotent). See docs/wagers
 
 Exit status: 0; 2 for bad input (profile missing or wrong key, a line that is not a JSON
 object, an unknown line type, dice that are not two integers 1..6, a bad shooter change, a
-``working`` or ``decide_only`` line whose ``on`` is not true/false, a seq out of order). The whole file is checked before anything is printed.
+``working`` or ``decide_only`` line whose ``on`` is not true/false, a seq out of order). The
+whole file is checked before anything is printed.
 """
 from __future__ import annotations
 
