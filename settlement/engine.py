@@ -293,8 +293,9 @@ class Table:
             raise Rejected(f"a {k} bet may not be replaced or increased after it was removed or reduced",
                            prof.cite("dont_no_increase"))
         if k in ("pass", "dont_pass") and st.decide_only:
-            raise Rejected(f"the shooter is rolling only to decide the remaining come and don't come wagers: "
-                           f"a {k} bet is taken once those rolls are ended", prof.cite("decide_only", _DECIDE_ONLY))
+            raise Rejected(f"the shooter is rolling only to decide the remaining come and don't come "
+                           f"wagers: a {k} bet is taken once those rolls are ended",
+                           prof.cite("decide_only", _DECIDE_ONLY))
         if k in ("pass", "dont_pass") and st.point is not None:
             raise Rejected(f"a {k} bet may be made only immediately prior to the come-out roll "
                            f"(the point is {st.point})", prof.cite(k))
@@ -317,7 +318,8 @@ class Table:
         if k == "odds":
             w = self._check_odds(w)
         existing = self.find(w.key())
-        if existing is not None and (k in prof.s.removal.never_changed or k in prof.s.removal.removed_whole_only):
+        fixed = prof.s.removal.never_changed + prof.s.removal.removed_whole_only
+        if existing is not None and k in fixed:
             raise Rejected(f"a {k} bet, once made, shall not be increased", prof.cite("removal_fixed"))
         units = prof.s.units.get(k)
         if units:
