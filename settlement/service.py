@@ -105,7 +105,7 @@ class LineBettor:
             mine = table.of_player(name)
             flat = [w for w in mine if w.kind == kind]
             line = kind in ("pass", "dont_pass")
-            if line and st.point is None and not flat:
+            if line and st.point is None and not st.decide_only and not flat:   # (i)(2): none then
                 out.append({"player": name, "bet": kind, "amount": amount})
             if not line and st.point is not None and not any(w.number is None for w in flat):
                 out.append({"player": name, "bet": kind, "amount": amount})

@@ -151,4 +151,7 @@ def test_applier_takes_the_decide_only_state_once():
     assert ap.apply(env(6, body(5, 1))) == 1                            # 6: the come bet on 6 wins
     assert any("p come 6 stake $5.00 wins $5.00" in x for x in lines[n:]), lines[n:]
     assert sess.table.state.point is None and sess.table.state.decide_only
+    assert LineBettor([{"name": "r", "bet": "pass", "amount": 500}]).requests(sess.table) == []   # no pass bet now
     assert ap.apply(env(7, body(3, 4))) == 1 and not sess.table.state.decide_only   # a 7 ends them
+    assert LineBettor([{"name": "r", "bet": "pass", "amount": 500}]).requests(sess.table) == [
+        {"player": "r", "bet": "pass", "amount": 500}]
