@@ -26,7 +26,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from controller.policy import Policy, policy_from_mapping
 from controller.reasons import CONTROLLER_RULES, Reason
@@ -63,12 +63,14 @@ class ProfileFile(BaseModel):
 
     name: str = Field(min_length=1, max_length=64)
     description: str = ""
+    #: reads a roll the regulation voids (die on die, 9 NYCRR 5324.52(k)(1)): house practice
+    departs_from_regulation: bool = False
     actions: dict[str, str]
     detect: DetectSection = Field(default_factory=DetectSection)
 
     @field_validator("actions")
     @classmethod
-    def _every_reason(cls, v: dict[str, str]) -> dict[str, str]:
+    def _every_reason(cls, v: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         codes = [r.value for r in Reason]
         unknown = [k for k in v if k not in codes]
         if unknown:
@@ -77,7 +79,8 @@ class ProfileFile(BaseModel):
         missing = [c for c in codes if c not in v and Reason(c) not in CONTROLLER_RULES]
         if missing:
             raise ValueError(f"reason code(s) {missing} have no action (every irregularity must be listed)")
-        policy_from_mapping("check", v)  # unknown action / forbidden action, named by code
+        # unknown action / forbidden action, named by code
+        policy_from_mapping("check", v, departs_from_regulation=bool(info.data.get("departs_from_regulation")))
         return v
 
 
@@ -122,7 +125,7 @@ def parse_profile(data: dict, where: str = "profile") -> IrregularityProfile:
                 msg = "unknown key"
             lines.append(f"{where}: {key}: {msg}")
         raise ProfileError("\n".join(lines)) from None
-    policy = policy_from_mapping(doc.name, doc.actions)
+    policy = policy_from_mapping(doc.name, doc.actions, departs_from_regulation=doc.departs_from_regulation)
     return IrregularityProfile(doc.name, policy, doc.detect.cocked, doc.description)
 
 

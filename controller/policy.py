@@ -53,6 +53,9 @@ class Policy:
 
     name: str
     actions: Mapping[Reason, Action] = field(repr=False)
+    #: the policy reads a roll the regulation voids without discretion where a house deals it
+    #: as valid (die on die, 9 NYCRR 5324.52(k)(1)); declared, never implied (house-practice)
+    departs_from_regulation: bool = False
 
     def action(self, reason: Reason) -> Action:
         """Return the action for ``reason`` (every reason has one)."""
@@ -83,20 +86,30 @@ _NY_5324_ACTIONS: dict[Reason, Action] = {
 }
 
 
+#: Reasons the regulation voids ("shall be invalid", 9 NYCRR 5324.52(k)(1)) that some houses deal
+#: as valid: "read" only in a policy that declares ``departs_from_regulation``.
+_HOUSE_ONLY_READ: frozenset[Reason] = frozenset({Reason.DIE_ON_DIE})
+
+
 def policy_from_mapping(name: str, overrides: Mapping[str, str] | None = None,
-                        base: "Policy | None" = None) -> Policy:
+                        base: "Policy | None" = None, departs_from_regulation: bool | None = None) -> Policy:
     """Build a policy from ``base`` (default :data:`NY_5324`) with some actions replaced.
 
     Args:
         name: the policy's name (published with boxperson calls, logged).
         overrides: reason code -> action string, e.g. ``{"die-not-flat": "read"}``.
         base: the policy whose actions are kept where not overridden.
+        departs_from_regulation: the policy may read a die resting on the other die, which
+            9 NYCRR 5324.52(k)(1) makes invalid (house practice); default: as ``base``.
 
     Raises:
         ValueError: naming the unknown reason code, the unknown action, or a reason the
-            regulation voids (``"read"`` for ``dice-off-table``) / one that cannot be read.
+            regulation voids (``"read"`` for ``dice-off-table``; for ``die-on-die`` unless the
+            policy departs from the regulation) / one that cannot be read.
     """
-    actions = dict((base or NY_5324).actions)
+    base = base or NY_5324
+    departs = base.departs_from_regulation if departs_from_regulation is None else departs_from_regulation
+    actions = dict(base.actions)
     for code, action_text in (overrides or {}).items():
         reason = Reason.from_code(code)
         try:
@@ -109,8 +122,12 @@ def policy_from_mapping(name: str, overrides: Mapping[str, str] | None = None,
                              f"({reason.citation}); use 'no-roll' or 'boxperson'")
         if reason in _ALWAYS_VOID and action is not Action.NO_ROLL:
             raise ValueError(f"{code}: {reason.citation} makes this roll void; the action must be 'no-roll'")
+        if action is Action.READ and reason in _HOUSE_ONLY_READ and not departs:
+            raise ValueError(f"{code}: {reason.citation} makes this roll invalid; 'read' departs from the "
+                             f"regulation: declare departs_from_regulation = true in the profile "
+                             f"(as house-practice does), or use 'no-roll' or 'boxperson'")
         actions[reason] = action
-    return Policy(name=name, actions=MappingProxyType(actions))
+    return Policy(name=name, actions=MappingProxyType(actions), departs_from_regulation=departs)
 
 
 #: The built-in policy: 9 NYCRR 5324.52 at a casino table.

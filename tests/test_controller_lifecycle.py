@@ -61,7 +61,7 @@ def test_timeout_and_far_wall():
 
 
 def test_policy_is_data():
-    house = policy_from_mapping("house", {"die-not-flat": "read", "die-on-die": "read"})
+    house = policy_from_mapping("house", {"die-not-flat": "read", "die-on-die": "read"}, departs_from_regulation=True)
     readings = obs(die(3, x=10), die(4, x=60, flat=False))
     assert decide(readings, policy=NY_5324).kind == "boxperson"
     v = decide(readings, policy=house)
@@ -71,6 +71,11 @@ def test_policy_is_data():
     assert decide(stacked, policy=house).dice == (3, 4)
     with pytest.raises(ValueError, match="dice-off-table"):
         policy_from_mapping("bad", {"dice-off-table": "read"})
+    # 9 NYCRR 5324.52(k)(1) "shall be invalid": reading a die on the other die must be declared
+    with pytest.raises(ValueError, match=r"die-on-die: .*departs_from_regulation"):
+        policy_from_mapping("ny-5324+custom", {"die-on-die": "read"})
+    assert policy_from_mapping("ny-5324+custom", {"die-on-die": "boxperson"}).action(Reason.DIE_ON_DIE).value == "boxperson"
+    assert policy_from_mapping("house+custom", {"die-not-flat": "no-roll"}, base=house).departs_from_regulation
     with pytest.raises(ValueError, match="unknown reason code"):
         policy_from_mapping("bad", {"cocked": "read"})
 

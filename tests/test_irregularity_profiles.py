@@ -165,3 +165,20 @@ def test_verdicts_light_no_roll_or_call_boxperson(name, obs, lamp):
     ctl.update(GameState(), "decided", 10.5)
     lit = {n for n, m in drv.modes.items() if m == "flash"}
     assert lit == {lamp}
+
+
+def test_reading_a_die_on_the_other_die_must_be_declared():
+    """9 NYCRR 5324.52(k)(1): a roll with one die on top of the other "shall be invalid". A profile
+    may read it (house practice) only by declaring departs_from_regulation; a [rules] override
+    on a profile that does not is refused as well."""
+    d = data("house-practice")
+    assert parse_profile(d).policy.departs_from_regulation is True
+    del d["departs_from_regulation"]
+    with pytest.raises(ProfileError, match=r"die-on-die: .*5324.52\(k\)\(1\).*departs_from_regulation"):
+        parse_profile(d)
+    d = data("ny-5324")
+    d["actions"]["die-on-die"] = "read"
+    with pytest.raises(ProfileError, match="die-on-die"):
+        parse_profile(d)
+    d["departs_from_regulation"] = True
+    assert parse_profile(d).policy.action(Reason.DIE_ON_DIE).value == "read"
