@@ -103,8 +103,8 @@ def open_envelope(wire: bytes, verify_key: nacl.signing.VerifyKey) -> dict:
         raise EnvelopeError("malformed", "not bytes or too large")
     try:
         env = json.loads(bytes(wire).decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise EnvelopeError("malformed", f"not UTF-8 JSON: {exc}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:   # RecursionError: nested too deep
+        raise EnvelopeError("malformed", f"not UTF-8 JSON: {type(exc).__name__}: {exc}") from None
     if not isinstance(env, dict) or set(env) != _FIELDS:
         got = sorted(env) if isinstance(env, dict) else type(env).__name__
         raise EnvelopeError("malformed", f"fields must be {sorted(_FIELDS)}, got {got}")

@@ -370,8 +370,9 @@ class RollPublisher:
                 self._prune_due = True
             else:
                 raise ValueError(f"unknown request {parts[0][:16]!r}")
-        except (ValueError, UnicodeDecodeError, sqlite3.Error) as exc:
-            log.warning("bus: rejected request from subscriber %s: %s", subscriber, exc)
+        except (ValueError, UnicodeDecodeError, sqlite3.Error, OverflowError, RecursionError) as exc:
+            # OverflowError: a seq past SQLite's 64-bit integers; RecursionError: JSON nested too deep
+            log.warning("bus: rejected request from subscriber %s: %s: %s", subscriber, type(exc).__name__, exc)
             try:
                 self._router.send_multipart([ident, REP_ERROR, json.dumps({"error": str(exc)}).encode()])
             except zmq.ZMQError:

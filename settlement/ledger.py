@@ -196,6 +196,18 @@ class Session:
         self._commit_table_event(t, "decide_only", {"on": bool(on), "seq": seq}, seq)
         return True
 
+    def mark_seen(self, seq: int) -> None:
+        """Record bus ``seq`` as handled when nothing in it was settled (a no roll, an alarm, a
+        round message), so that a restart resumes after it: the subscriber acks every envelope,
+        and a table that prunes acked envelopes no longer holds it (the service then could not
+        restart: "no longer holds seq ..."). A seq at or below :attr:`last_bus_seq` is ignored."""
+        if seq <= self.last_bus_seq:
+            return
+        self._commit(self.table, lambda: self.db.execute(
+            "INSERT INTO meta VALUES('event_seq', ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            (str(seq),)))
+        self.event_seq = seq
+
     def _commit_table_event(self, table: Table, kind: str, record: dict, seq: int | None) -> None:
         """Commit a table event (new shooter, decide-only) with its record and, for a bus
         event, its ``seq`` (so a replayed envelope is applied once)."""

@@ -176,6 +176,7 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
             if env is None:
                 continue
             settled += applier.apply(env)
+            sess.mark_seen(env["seq"])   # a no roll, an alarm...: a restart resumes after it too
             sub.ack(env["seq"])   # after the ledger commit
     finally:
         sub.close()

@@ -69,6 +69,7 @@ def test_envelope_round_trip_and_tamper():
     (b'{"v":1,"journal_id":"j","seq":1,"ts":"t","table_id":"x","topic":"roll","body":[],"sig":"00"}', "body must be"),
     (b'{"v":1,"journal_id":"j","seq":1,"ts":"t","table_id":"x","topic":"roll","body":{},"sig":"zz"}', "not hex"),
     (b'{"v":1,"journal_id":"j","seq":1,"ts":"t","table_id":"x","topic":"roll","body":{"a":NaN},"sig":"00"}', "not UTF-8 JSON"),
+    (b"[" * 50000 + b"]" * 50000, "RecursionError"),   # 100 kB nested: refused, not a crash of receive()
 ])
 def test_envelope_malformed(wire, match):
     key = nacl.signing.SigningKey.generate()
@@ -483,3 +484,34 @@ def test_local_ipc_path_too_long(tmp_path: Path):
     assert not (tmp_path / ("d" * 120)).exists()  # nothing made
     with pytest.raises(ValueError, match="transport must be"):
         BusConfig.local(tmp_path / "x", transport="udp")
+
+
+def test_odd_replay_requests_get_an_error_reply(tmp_path: Path):
+    """An allow-listed subscriber's REPLAY request with a seq past SQLite's integers, or JSON
+    nested too deep, gets an ERROR reply naming the problem (it raised inside the replay thread
+    before, with no reply); a good request after them is still answered."""
+    from bus.keys import load_curve_public, load_curve_secret
+
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5)
+    with RollPublisher(cfg) as pub:
+        pub.publish("roll", {"n": 1})
+        ctx = zmq.Context()
+        s = ctx.socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 0)
+        s.curve_serverkey = load_curve_public(key_files(cfg.keys_dir, "table").curve_public)
+        s.curve_publickey, s.curve_secretkey = load_curve_secret(key_files(cfg.keys_dir, "settlement").curve_secret)
+        s.connect(cfg.replay_endpoint)
+        try:
+            replies = []
+            for frames in ([b"REPLAY", json.dumps({"from": 2 ** 63}).encode()],
+                           [b"REPLAY", b"[" * 100000 + b"]" * 100000],
+                           [b"REPLAY", b'{"from": 1}']):
+                s.send_multipart(frames)
+                assert s.poll(5000), frames[1][:20]
+                replies.append(s.recv_multipart())
+            assert [r[0] for r in replies] == [b"ERROR", b"ERROR", b"BATCH"]
+            assert b"too large" in replies[0][1] and b"recursion" in replies[1][1]
+            assert json.loads(replies[2][1])["count"] == 1
+        finally:
+            s.close(0)
+            ctx.term()

@@ -155,3 +155,38 @@ def test_applier_takes_the_decide_only_state_once():
     assert ap.apply(env(7, body(3, 4))) == 1 and not sess.table.state.decide_only   # a 7 ends them
     assert LineBettor([{"name": "r", "bet": "pass", "amount": 500}]).requests(sess.table) == [
         {"player": "r", "bet": "pass", "amount": 500}]
+
+
+def test_restart_after_the_table_pruned_acked_envelopes_that_settled_nothing(tmp_path: Path):
+    """The service acks every envelope (a no roll, an alarm too) and the table prunes what every
+    subscriber acked (prune_acked). The ledger records those seqs as seen, so a restart resumes
+    after them: before, it resumed after the last roll and stopped with "no longer holds seq"."""
+    cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=0.1, prune_acked=True)
+    ledger = tmp_path / "ledger.sqlite"
+    with RollPublisher(cfg) as pub:
+        lines: list[str] = []
+        t, stop = run_service(cfg, ledger, lines, None)
+        time.sleep(0.5)
+        pub.publish("roll", body(3, 4))                                       # seq 1: a natural
+        pub.publish("alarm", {"code": "door-open", "message": "x"})         # seq 2
+        pub.publish("roll", {**body(1, 1), "verdict": "no-roll", "dice": None})   # seq 3
+        deadline = time.monotonic() + 10
+        while max(pub.acks().values(), default=0) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop.set()
+        t.join(20)
+        assert not t.is_alive() and max(pub.acks().values()) == 3
+        from settlement.ledger import Session
+        from settlement.profile import load_profile
+        s = Session(load_profile("ny-5324"), ledger)
+        assert s.last_bus_seq == 3
+        s.close()
+        pub.publish("roll", body(6, 5))                                       # seq 4
+        time.sleep(0.5)                                                        # the table prunes 1..3
+        lines2: list[str] = []
+        t, stop = run_service(cfg, ledger, lines2, 1)
+        t.join(20)
+        stop.set()
+        assert not t.is_alive()
+        assert not any("gap_lost" in x or "no longer holds" in x for x in lines2), lines2
+        assert any(x.startswith("settle seq=4") for x in lines2), lines2
