@@ -16,6 +16,7 @@ import json
 import logging
 import sqlite3
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -28,6 +29,17 @@ from bus.publisher import REP_BATCH, REP_ERROR, REQ_ACK, REQ_REPLAY, set_keepali
 
 log = logging.getLogger("bus.subscriber")
 
+
+
+def _parse_ts(text: str | None) -> datetime | None:
+    """An envelope's ``ts`` (ISO 8601, UTC) as an aware datetime; ``None`` if absent or unparsable."""
+    if not text:
+        return None
+    try:
+        t = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
 
 class BusError(Exception):
     """The bus cannot deliver in order: the table no longer holds messages this subscriber
@@ -90,6 +102,15 @@ class RollSubscriber:
         self._head = applied              # highest sequence number known to exist
         self._pending: dict[int, dict] = {}
         self._contig = applied            # next.._contig are all in _pending (or delivered)
+        # Journal rollback watch. The live stream of one journal never goes back in seq: every
+        # live heartbeat or envelope is at or above what was applied before this process
+        # connected and what it has seen live since (``_live_floor``). A signed live message
+        # below that floor is either an old one sent again (an attacker holding the CURVE key:
+        # its time stamp is not newer than every message seen, ``_seen_ts``; dropped) or the
+        # table's journal restored from an older copy and reusing sequence numbers (a newer
+        # time stamp): its new rolls would be dropped as duplicates, so it stops the subscriber.
+        self._live_floor = applied
+        self._seen_ts = _parse_ts(self._get("seen_ts"))
         self._req_at: float | None = None  # time of the outstanding replay request
         self._closed = False
         self.last_heartbeat: float | None = None
@@ -214,7 +235,7 @@ class RollSubscriber:
             raise ValueError(f"cannot ack {seq}: only up to {self.last_delivered} was delivered")
         if seq <= self._acked:
             return
-        self._put(last_applied=str(seq))
+        self._put(last_applied=str(seq), **({"seen_ts": self._seen_ts.isoformat()} if self._seen_ts else {}))
         self._acked = seq
         self._send_ack()
 
@@ -301,6 +322,20 @@ class RollSubscriber:
 
     def _offer(self, env: dict, source: str) -> None:
         seq = env["seq"]
+        ts = _parse_ts(env.get("ts"))
+        newer = ts is not None and (self._seen_ts is None or ts > self._seen_ts)
+        if newer:
+            self._seen_ts = ts
+        if source == "live":
+            if seq < self._live_floor and newer:
+                msg = (f"table {self.cfg.table_id}'s journal {env.get('journal_id')} went back: a new {env['topic']} "
+                       f"message has seq {seq}, below seq {self._live_floor} already seen or applied (was the "
+                       f"journal restored from an older copy?); its new rolls would reuse sequence numbers")
+                log.critical("bus: %s", msg)
+                if self._on_alarm is not None:
+                    self._on_alarm("journal_rollback", {"seq": seq, "seen": self._live_floor})
+                raise BusError(msg)
+            self._live_floor = max(self._live_floor, seq)
         if env["topic"] == envmod.HEARTBEAT:
             self.stats["heartbeats"] += 1
             self.last_heartbeat = time.monotonic()

@@ -515,3 +515,38 @@ def test_odd_replay_requests_get_an_error_reply(tmp_path: Path):
         finally:
             s.close(0)
             ctx.term()
+
+
+def test_a_journal_restored_from_an_older_copy_stops_the_subscriber(tmp_path: Path):
+    """The table's journal is restored from a copy taken at seq 3 after seq 8 was delivered: the
+    same journal id reuses seq 4.. for new rolls. Before, the subscriber dropped them as
+    duplicates (INFO log, no alarm): rolls lost. Now its first new live message (a heartbeat
+    with a newer time stamp and a seq below 8) stops it with a journal_rollback alarm."""
+    from bus.subscriber import BusError
+
+    cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=0.1)
+    state = tmp_path / "sub.sqlite"
+    with RollPublisher(cfg) as pub:
+        for i in range(1, 4):
+            pub.publish("roll", {"n": i})
+    backup = tmp_path / "journal-at-3.sqlite"
+    shutil.copy(cfg.journal_path, backup)
+    with RollPublisher(cfg) as pub:
+        for i in range(4, 9):
+            pub.publish("roll", {"n": i})
+        with RollSubscriber(cfg, state) as sub:
+            got = _drain(sub, 8, timeout_s=5.0)                   # delivered and acked
+            assert [e["seq"] for e in got] == list(range(1, 9))
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(cfg.journal_path) + suffix).unlink(missing_ok=True)
+    shutil.copy(backup, cfg.journal_path)
+    alarms = []
+    with RollPublisher(cfg) as pub:
+        assert pub.last_seq == 3
+        with RollSubscriber(cfg, state, on_alarm=lambda c, d: alarms.append((c, d))) as sub:
+            pub.publish("roll", {"n": 100})                      # seq 4 again
+            with pytest.raises(BusError, match="went back"):
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline:
+                    sub.receive(0.1)
+    assert alarms and alarms[0][0] == "journal_rollback" and alarms[0][1]["seen"] == 8
