@@ -30,7 +30,6 @@ from bus.publisher import REP_BATCH, REP_ERROR, REQ_ACK, REQ_REPLAY, set_keepali
 log = logging.getLogger("bus.subscriber")
 
 
-
 def _parse_ts(text: str | None) -> datetime | None:
     """An envelope's ``ts`` (ISO 8601, UTC) as an aware datetime; ``None`` if absent or unparsable."""
     if not text:
@@ -40,6 +39,7 @@ def _parse_ts(text: str | None) -> datetime | None:
     except (TypeError, ValueError):
         return None
     return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
 
 class BusError(Exception):
     """The bus cannot deliver in order: the table no longer holds messages this subscriber

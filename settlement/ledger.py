@@ -203,10 +203,18 @@ class Session:
         restart: "no longer holds seq ..."). A seq at or below :attr:`last_bus_seq` is ignored."""
         if seq <= self.last_bus_seq:
             return
-        self._commit(self.table, lambda: self.db.execute(
-            "INSERT INTO meta VALUES('event_seq', ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-            (str(seq),)))
+        self.db.execute("BEGIN IMMEDIATE")    # only the seq: the table (and its snapshot) is unchanged
+        try:
+            self._write_event_seq(seq)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
         self.event_seq = seq
+
+    def _write_event_seq(self, seq: int) -> None:
+        self.db.execute("INSERT INTO meta VALUES('event_seq', ?) ON CONFLICT(key) DO UPDATE "
+                        "SET value=excluded.value", (str(seq),))
 
     def _commit_table_event(self, table: Table, kind: str, record: dict, seq: int | None) -> None:
         """Commit a table event (new shooter, decide-only) with its record and, for a bus
@@ -214,8 +222,7 @@ class Session:
         def fn():
             self._event(kind, None, record, 0)
             if seq is not None:
-                self.db.execute("INSERT INTO meta VALUES('event_seq', ?) ON CONFLICT(key) DO UPDATE "
-                                "SET value=excluded.value", (str(seq),))
+                self._write_event_seq(seq)
         self._commit(table, fn)
         if seq is not None:
             self.event_seq = seq

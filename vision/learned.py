@@ -32,6 +32,7 @@ Training: :mod:`vision.train` (``pip install -e .[train]``); data recipe and fig
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import cv2
@@ -193,23 +194,56 @@ def crop_die(img: np.ndarray, cx: float, cy: float, size: float, angle_deg: floa
     (2s as 3s), none with this crop.
     """
     sc = CROP / (WINDOW * size)
-    src, x, y = img, cx, cy
+    m = cv2.getRotationMatrix2D((cx, cy), angle_deg, sc)
+    m[0, 2] += CROP / 2 - cx
+    m[1, 2] += CROP / 2 - cy
+    src, m_src = window_source(img, m, cx, cy, WINDOW * size)
+    return cv2.warpAffine(src, m_src, (CROP, CROP), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT101)
+
+
+def window_source(img: np.ndarray, m: np.ndarray, cx: float, cy: float, window: float,
+                  prepare: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The pixels a classifier window is sampled from, and the matrix to sample them with.
+
+    Args:
+        img: uint8 ``(H, W, 3)`` frame.
+        m: float ``(2, 3)`` affine matrix from frame pixels to the crop (scale = crop side /
+            ``window``).
+        cx, cy: the window's centre (frame pixels); window: its side (frame pixels).
+        prepare: applied to the patch under the window at its own resolution first (training:
+            JPEG compression); a patch is then cut even when the window is not shrunk.
+
+    Returns:
+        ``(src, m_src)``: ``img`` and ``m`` unchanged, or, for a window shrunk below
+        :data:`AREA_BELOW` x (or with ``prepare``), the patch under the (turned) window,
+        prepared and reduced by pixel-area averaging to :data:`AREA_KEEP` x the final scale,
+        with ``m`` composed onto it. Used by :func:`crop_die` and by the training crops
+        (``vision.train.online``), so both sample alike.
+    """
+    sc = float(np.hypot(m[0, 0], m[0, 1]))
+    if sc >= AREA_BELOW and prepare is None:
+        return img, m
+    h, w = img.shape[:2]
+    r = int(np.ceil(0.75 * window)) + 2        # the turned window's half-diagonal
+    x0, y0 = max(0, int(cx) - r), max(0, int(cy) - r)
+    x1, y1 = min(w, int(cx) + r + 1), min(h, int(cy) + r + 1)
+    if x1 - x0 < 2 or y1 - y0 < 2:
+        return img, m
+    src = np.ascontiguousarray(img[y0:y1, x0:x1])
+    if prepare is not None:
+        src = prepare(src)
+    fx = fy = 1.0
     if sc < AREA_BELOW:
-        h, w = img.shape[:2]
-        r = int(np.ceil(0.75 * WINDOW * size)) + 2        # the turned window's half-diagonal
-        x0, y0 = max(0, int(cx) - r), max(0, int(cy) - r)
-        x1, y1 = min(w, int(cx) + r + 1), min(h, int(cy) + r + 1)
-        if x1 - x0 >= 2 and y1 - y0 >= 2:
-            f = sc / AREA_KEEP
-            pw, ph = max(1, int(round((x1 - x0) * f))), max(1, int(round((y1 - y0) * f)))
-            src = cv2.resize(img[y0:y1, x0:x1], (pw, ph), interpolation=cv2.INTER_AREA)
-            fx, fy = pw / (x1 - x0), ph / (y1 - y0)
-            x, y = (cx - x0 + 0.5) * fx - 0.5, (cy - y0 + 0.5) * fy - 0.5
-            sc = sc / ((fx + fy) / 2)
-    m = cv2.getRotationMatrix2D((x, y), angle_deg, sc)
-    m[0, 2] += CROP / 2 - x
-    m[1, 2] += CROP / 2 - y
-    return cv2.warpAffine(src, m, (CROP, CROP), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT101)
+        f = sc / AREA_KEEP
+        pw, ph = max(1, int(round((x1 - x0) * f))), max(1, int(round((y1 - y0) * f)))
+        src = cv2.resize(src, (pw, ph), interpolation=cv2.INTER_AREA)
+        fx, fy = pw / (x1 - x0), ph / (y1 - y0)
+    # patch pixel (u, v) is frame pixel (x0 + (u + 0.5) / fx - 0.5, y0 + (v + 0.5) / fy - 0.5)
+    m_src = np.empty_like(m)
+    m_src[:, 0] = m[:, 0] / fx
+    m_src[:, 1] = m[:, 1] / fy
+    m_src[:, 2] = m[:, :2] @ np.array([x0 + 0.5 / fx - 0.5, y0 + 0.5 / fy - 0.5]) + m[:, 2]
+    return src, m_src
 
 
 def _centres(img: np.ndarray, s: float) -> tuple[list[tuple[float, float, float, float]], float]:

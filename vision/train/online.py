@@ -117,31 +117,14 @@ class OnlineCrops:
         # The source pixels under the window: JPEG-compressed (at their own resolution, with
         # the 8x8 block grid where it falls) and, for a window shrunk below AREA_BELOW x,
         # reduced by pixel-area averaging as vision.learned.crop_die does at run time.
-        src, m_src = img, m
-        jpeg = rng.random() < JPEG_SHARE
-        if jpeg or sc < L.AREA_BELOW:
-            h, w = img.shape[:2]
-            r = int(math.ceil(0.75 * L.WINDOW * size)) + 2
-            x0, y0 = max(0, int(e.cx + dx) - r), max(0, int(e.cy + dy) - r)
-            x1, y1 = min(w, int(e.cx + dx) + r + 1), min(h, int(e.cy + dy) + r + 1)
-            if x1 - x0 >= 8 and y1 - y0 >= 8:
-                src = np.ascontiguousarray(img[y0:y1, x0:x1])
-                if jpeg:
-                    q = int(rng.integers(JPEG_QUALITY[0], JPEG_QUALITY[1] + 1))
-                    ok, buf = cv2.imencode(".jpg", src, [cv2.IMWRITE_JPEG_QUALITY, q])
-                    if ok:
-                        src = cv2.imdecode(buf, cv2.IMREAD_COLOR)
-                fx = fy = 1.0
-                if sc < L.AREA_BELOW:
-                    f = sc / L.AREA_KEEP
-                    pw, ph = max(1, int(round((x1 - x0) * f))), max(1, int(round((y1 - y0) * f)))
-                    src = cv2.resize(src, (pw, ph), interpolation=cv2.INTER_AREA)
-                    fx, fy = pw / (x1 - x0), ph / (y1 - y0)
-                # patch pixel (u, v) is image pixel (x0 + (u + 0.5) / fx - 0.5, y0 + ...)
-                m_src = np.empty_like(m)
-                m_src[:, 0] = m[:, 0] / fx
-                m_src[:, 1] = m[:, 1] / fy
-                m_src[:, 2] = m[:, :2] @ np.array([x0 + 0.5 / fx - 0.5, y0 + 0.5 / fy - 0.5]) + m[:, 2]
+        prepare = None
+        if rng.random() < JPEG_SHARE:
+            q = int(rng.integers(JPEG_QUALITY[0], JPEG_QUALITY[1] + 1))
+
+            def prepare(patch: np.ndarray) -> np.ndarray:
+                ok, buf = cv2.imencode(".jpg", patch, [cv2.IMWRITE_JPEG_QUALITY, q])
+                return cv2.imdecode(buf, cv2.IMREAD_COLOR) if ok else patch
+        src, m_src = L.window_source(img, m, e.cx + dx, e.cy + dy, L.WINDOW * size, prepare)
         c = cv2.warpAffine(src, m_src, (self.crop, self.crop), flags=cv2.INTER_LINEAR,
                            borderMode=cv2.BORDER_REFLECT101)
         if rng.random() < GREY_SHARE:
