@@ -26,6 +26,12 @@ import nacl.signing
 
 VERSION = 1
 HEARTBEAT = "heartbeat"
+#: Topic of the signed header of a replay batch (never journalled, never delivered): its
+#: ``seq`` is the journal's last sequence number and its body ``{"from", "first", "head",
+#: "count", "nonce"}`` (``nonce``: the subscriber's, from its REPLAY request).
+REPLAY_HEADER = "replay-header"
+#: Topics the publisher refuses to journal (they are the bus's own).
+RESERVED_TOPICS = (HEARTBEAT, REPLAY_HEADER)
 _FIELDS = {"v", "journal_id", "seq", "ts", "table_id", "topic", "body", "sig"}
 MAX_ENVELOPE_BYTES = 1 << 20
 

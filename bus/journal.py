@@ -11,14 +11,19 @@ Schema::
     messages(seq INTEGER PRIMARY KEY, topic TEXT, ts TEXT, envelope BLOB)
 
 Acknowledgements live in a separate file, ``<journal>.acks`` (:class:`AckStore`), so that
-recording them never takes the journal's write lock while a message is being appended.
+recording them never takes the journal's write lock while a message is being appended; that
+file records the journal id its acks belong to (``meta``), and acks of another journal are
+deleted when it is opened for this one.
 """
 from __future__ import annotations
 
+import logging
 import sqlite3
 import uuid
 from pathlib import Path
 from typing import Callable
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -166,15 +171,39 @@ class AckStore:
         JournalError: unusable file.
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, journal_id: str | None = None):
         self.path = Path(path)
         self._conn = _connect(self.path, synchronous="NORMAL")
         try:
             self._conn.execute("CREATE TABLE IF NOT EXISTS acks(subscriber TEXT PRIMARY KEY, "
                                "seq INTEGER NOT NULL, ts TEXT NOT NULL)")
+            self._conn.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
+            if journal_id is not None:
+                self._bind(journal_id)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise JournalError(f"{self.path}: not an ack store: {exc}") from exc
+
+    def _bind(self, journal_id: str) -> None:
+        """Tie the store to the journal ``journal_id``: acks kept for another journal (one that
+        was replaced beside this file, or a store written before the id was kept) are deleted,
+        since their sequence numbers are another journal's and would prune this one's
+        unacknowledged messages. Losing an ack only makes the table keep messages longer."""
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            row = c.execute("SELECT value FROM meta WHERE key='journal_id'").fetchone()
+            if row is None or row[0] != journal_id:
+                n = c.execute("DELETE FROM acks").rowcount
+                c.execute("INSERT INTO meta VALUES('journal_id', ?) ON CONFLICT(key) DO UPDATE "
+                          "SET value=excluded.value", (journal_id,))
+                if n:
+                    log.warning("bus: %s held %d ack(s) of journal %s, not of journal %s: deleted",
+                                self.path, n, row[0] if row else "(not recorded)", journal_id)
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
 
     def record(self, subscriber: str, seq: int, ts: str) -> int:
         """Record that ``subscriber`` has durably applied everything up to ``seq`` (a lower ack

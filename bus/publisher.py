@@ -35,10 +35,10 @@ log = logging.getLogger("bus.publisher")
 AlarmCallback = Callable[[str, dict], None]
 
 #: replay protocol frames (DEALER -> ROUTER)
-REQ_REPLAY = b"REPLAY"   # [b"REPLAY", json {"from": int}]
+REQ_REPLAY = b"REPLAY"   # [b"REPLAY", json {"from": int, "nonce": str (optional, <= 64 chars)}]
 REQ_ACK = b"ACK"         # [b"ACK", json {"seq": int, "journal_id": str}]
 #: replies (ROUTER -> DEALER)
-REP_BATCH = b"BATCH"     # [b"BATCH", json {"from","first","head","journal_id","count"}, env...]
+REP_BATCH = b"BATCH"     # [b"BATCH", signed envelope of topic "replay-header", env...]
 REP_ERROR = b"ERROR"     # [b"ERROR", json {"error": str}]
 
 
@@ -182,8 +182,8 @@ class RollPublisher:
         if self._closed:
             raise RuntimeError("publisher is closed")
         envmod.check_topic(topic)
-        if topic == envmod.HEARTBEAT:
-            raise ValueError("topic 'heartbeat' is reserved for the bus")
+        if topic in envmod.RESERVED_TOPICS:
+            raise ValueError(f"topic {topic!r} is reserved for the bus")
         out: dict = {}
 
         def build(seq: int, journal_id: str) -> tuple[str, bytes]:
@@ -223,7 +223,7 @@ class RollPublisher:
 
     def acks(self) -> dict[str, int]:
         """Acknowledged sequence number per subscriber (its CURVE public key, Z85)."""
-        store = AckStore(acks_path(self.cfg.journal_path))
+        store = AckStore(acks_path(self.cfg.journal_path), self.journal_id)
         try:
             return store.acks()
         finally:
@@ -278,7 +278,7 @@ class RollPublisher:
     def _serve(self) -> None:
         """Background thread: replay requests, acks, heartbeats, XPUB subscription events."""
         journal = Journal(self.cfg.journal_path)  # reads replays (and prunes, if asked)
-        acks = AckStore(acks_path(self.cfg.journal_path))
+        acks = AckStore(acks_path(self.cfg.journal_path), journal.journal_id)
         poller = zmq.Poller()
         poller.register(self._router, zmq.POLLIN)  # never the XPUB: see _drain_subscriptions
         try:
@@ -348,14 +348,22 @@ class RollPublisher:
             if not isinstance(req, dict):
                 raise ValueError("request is not an object")
             if parts[0] == REQ_REPLAY:
-                start = req.get("from")
+                start, nonce = req.get("from"), req.get("nonce", "")
                 if type(start) is not int or start < 1:
                     raise ValueError(f"'from' must be an int >= 1: {start!r}")
+                if not isinstance(nonce, str) or len(nonce) > 64:
+                    raise ValueError(f"'nonce' must be a string of at most 64 characters: {str(nonce)[:80]!r}")
                 rows = journal.read_from(start, self.cfg.replay_batch)
                 head = journal.last_seq
-                header = {"from": start, "first": journal.first_seq(), "head": head,
-                          "journal_id": journal.journal_id, "count": len(rows)}
-                self._router.send_multipart([ident, REP_BATCH, json.dumps(header).encode()] + [w for _, w in rows])
+                # The header is signed like every envelope and carries the subscriber's nonce:
+                # "first" (where the journal starts) makes a subscriber stop with gap_lost, so a
+                # holder of the CURVE key without the signing key must not be able to forge it,
+                # nor send an old one again.
+                _, header = envmod.seal(self._signer, journal_id=journal.journal_id, seq=head,
+                                        table_id=self.table_id, topic=envmod.REPLAY_HEADER,
+                                        body={"from": start, "first": journal.first_seq(), "head": head,
+                                              "count": len(rows), "nonce": nonce})
+                self._router.send_multipart([ident, REP_BATCH, header] + [w for _, w in rows])
                 self.stats["replayed"] += len(rows)
             elif parts[0] == REQ_ACK:
                 seq = req.get("seq")

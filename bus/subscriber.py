@@ -12,8 +12,10 @@ must keep.
 """
 from __future__ import annotations
 
+import collections
 import json
 import logging
+import secrets
 import sqlite3
 import time
 from datetime import datetime, timezone
@@ -112,6 +114,9 @@ class RollSubscriber:
         self._live_floor = applied
         self._seen_ts = _parse_ts(self._get("seen_ts"))
         self._req_at: float | None = None  # time of the outstanding replay request
+        # nonces of the last replay requests: a batch header must carry one of them (a late
+        # answer to an earlier request is fine; a header sent again later is not)
+        self._nonces: collections.deque[str] = collections.deque(maxlen=8)
         self._closed = False
         self.last_heartbeat: float | None = None
 
@@ -271,7 +276,10 @@ class RollSubscriber:
         """Ask for everything after the contiguous run we hold (the first missing seq)."""
         self._contig = max(self._contig, self._next - 1)
         try:
-            self._dealer.send_multipart([REQ_REPLAY, json.dumps({"from": self._contig + 1}).encode()], zmq.NOBLOCK)
+            nonce = secrets.token_hex(8)
+            self._dealer.send_multipart([REQ_REPLAY, json.dumps({"from": self._contig + 1, "nonce": nonce}).encode()],
+                                        zmq.NOBLOCK)
+            self._nonces.append(nonce)
         except zmq.Again:
             pass
         self._req_at = time.monotonic()
@@ -435,6 +443,25 @@ class RollSubscriber:
                         except Exception:
                             log.exception("bus alarm callback failed")
 
+    def _replay_header(self, wire: bytes) -> dict | None:
+        """The body of a replay batch's header (a signed envelope of topic
+        :data:`bus.envelope.REPLAY_HEADER`), or None when it is rejected (logged, counted):
+        bad signature or malformed, another table or journal, or a nonce that is none of
+        this subscriber's last requests'."""
+        env = self._accept(wire, "replay header")
+        if env is None:
+            return None
+        body = env["body"]
+        if env["topic"] != envmod.REPLAY_HEADER or not all(
+                type(body.get(k)) is int for k in ("from", "first", "head", "count")):
+            self._reject("malformed", f"replay: header of topic {env['topic']!r} with body keys {sorted(body)[:8]}")
+            return None
+        if body.get("nonce") not in self._nonces:
+            self._reject("stale_replay", "replay: the header answers no request of this subscriber "
+                                         "(an old reply sent again?)")
+            return None
+        return body
+
     def _drain_replay(self) -> None:
         for _ in range(100):
             try:
@@ -444,31 +471,22 @@ class RollSubscriber:
             if not frames or frames[0] not in (REP_BATCH, REP_ERROR) or len(frames) < 2:
                 self._reject("malformed", "replay: unexpected reply")
                 continue
-            try:
-                header = json.loads(frames[1])
-            except ValueError:
-                self._reject("malformed", "replay: header is not JSON")
-                continue
             if frames[0] == REP_ERROR:
-                log.warning("bus: table refused a request: %s", header)
+                log.warning("bus: table refused a request: %s", bytes(frames[1][:300]).decode("utf-8", "replace"))
                 continue
+            header = self._replay_header(frames[1])
+            if header is None:
+                continue     # rejected; the request is sent again after replay_timeout_s
             self._req_at = None
-            if not isinstance(header, dict):
-                self._reject("malformed", "replay: header is not an object")
-                continue
-            if self.journal_id is not None and header.get("journal_id") != self.journal_id:
-                self._reject("foreign_journal", f"replay: journal {header.get('journal_id')} is not {self.journal_id}")
-                continue
-            head, first, start = header.get("head"), header.get("first"), header.get("from")
-            if type(head) is int:
-                self._head = max(self._head, head)
+            head, first, start = header["head"], header["first"], header["from"]
+            self._head = max(self._head, head)
             for wire in frames[2:]:
                 env = self._accept(wire, "replay")
                 if env is not None:
                     self.stats["replayed"] += 1
                     self._offer(env, "replay")
             missing = max(self._contig, self._next - 1) + 1
-            if type(first) is int and type(start) is int and start <= missing < first:
+            if start <= missing < first:
                 msg = (f"table {self.cfg.table_id} no longer holds seq {missing}..{first - 1} "
                        f"(its journal starts at {first})")
                 log.critical("bus: %s", msg)

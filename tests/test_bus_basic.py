@@ -110,10 +110,16 @@ def test_journal_sequence_rises_across_reopen_and_prune(tmp_path: Path):
     j.close()
     from bus.journal import AckStore, acks_path
 
-    store = AckStore(acks_path(path))
+    store = AckStore(acks_path(path), jid)
     assert store.path.name == "j.sqlite.acks"
     assert store.record("sub", 4, "t") == 4 and store.record("sub", 2, "t") == 4
     assert store.acks() == {"sub": 4}
+    store.close()
+    store = AckStore(acks_path(path), jid)           # the same journal: kept
+    assert store.acks() == {"sub": 4}
+    store.close()
+    store = AckStore(acks_path(path), "another-journal")   # a replaced journal: deleted
+    assert store.acks() == {}
     store.close()
 
 
@@ -511,7 +517,7 @@ def test_odd_replay_requests_get_an_error_reply(tmp_path: Path):
                 replies.append(s.recv_multipart())
             assert [r[0] for r in replies] == [b"ERROR", b"ERROR", b"BATCH"]
             assert b"too large" in replies[0][1] and b"recursion" in replies[1][1]
-            assert json.loads(replies[2][1])["count"] == 1
+            assert json.loads(replies[2][1])["body"]["count"] == 1
         finally:
             s.close(0)
             ctx.term()
@@ -550,3 +556,83 @@ def test_a_journal_restored_from_an_older_copy_stops_the_subscriber(tmp_path: Pa
                 while time.monotonic() < deadline:
                     sub.receive(0.1)
     assert alarms and alarms[0][0] == "journal_rollback" and alarms[0][1]["seen"] == 8
+
+
+def test_acks_of_a_replaced_journal_do_not_prune_the_new_one(tmp_path: Path):
+    """The journal is replaced (deleted, a new one made) but ``<journal>.acks`` stays. Before,
+    the old journal's ack (seq 10) pruned the new journal's unacknowledged seq 2..5 and the
+    restarted subscriber stopped with gap_lost. Now the acks file is tied to its journal id."""
+    cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=0.1, prune_acked=True)
+    with RollPublisher(cfg) as pub:
+        for i in range(10):
+            pub.publish("roll", {"n": i})
+        with RollSubscriber(cfg, tmp_path / "old.sqlite") as sub:
+            assert len(_drain(sub, 10)) == 10
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and pub.acks() != {} and max(pub.acks().values()) < 10:
+            time.sleep(0.05)
+        assert list(pub.acks().values()) == [10]
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(cfg.journal_path) + suffix).unlink(missing_ok=True)
+    state = tmp_path / "new.sqlite"
+    with RollPublisher(cfg) as pub:
+        for i in range(5):
+            pub.publish("roll", {"n": 100 + i})
+        with RollSubscriber(cfg, state) as sub:
+            assert [e["seq"] for e in _drain(sub, 1)] == [1]       # applies and acks seq 1 only
+        time.sleep(1.5)                                            # the table prunes once a second
+        j = Journal(cfg.journal_path, readonly=True)
+        assert (j.first_seq(), j.last_seq) == (2, 5)
+        j.close()
+        with RollSubscriber(cfg, state) as sub:
+            assert [e["body"]["n"] for e in _drain(sub, 4)] == [101, 102, 103, 104]
+
+
+def test_replay_header_is_signed_and_answers_this_request(tmp_path: Path):
+    """A holder of the table's CURVE key without its signing key answers the subscriber's
+    REPLAY with a header claiming the journal starts at seq 10**6. Before, the header was
+    plain JSON and the subscriber stopped with gap_lost. Now an unsigned header is rejected
+    (malformed), a genuine header sent again for another request is rejected (stale_replay),
+    and only a signed header carrying this request's nonce can say what the table lost."""
+    from bus.keys import load_curve_secret
+    from bus.subscriber import BusError
+
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.1)
+    with RollPublisher(cfg) as pub:
+        for i in range(3):
+            pub.publish("roll", {"n": i})
+        with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+            assert len(_drain(sub, 3)) == 3
+        jid = pub.journal_id
+    signer = load_signing_key(key_files(cfg.keys_dir, "table").sign_secret)
+    ctx = zmq.Context()
+    r = ctx.socket(zmq.ROUTER)
+    r.setsockopt(zmq.LINGER, 0)
+    r.curve_publickey, r.curve_secretkey = load_curve_secret(key_files(cfg.keys_dir, "table").curve_secret)
+    r.curve_server = True
+    r.bind(cfg.replay_endpoint)
+
+    def header(nonce: str) -> bytes:
+        return envmod.seal(signer, journal_id=jid, seq=10 ** 6, table_id=cfg.table_id, topic=envmod.REPLAY_HEADER,
+                           body={"from": 4, "first": 10 ** 6, "head": 10 ** 6, "count": 0, "nonce": nonce})[1]
+
+    alarms: list = []
+    try:
+        with RollSubscriber(cfg, tmp_path / "s.sqlite", on_alarm=lambda c, d: alarms.append((c, d))) as sub:
+            assert r.poll(5000)
+            ident, kind, req = r.recv_multipart()
+            assert kind == b"REPLAY" and json.loads(req)["from"] == 4
+            nonce = json.loads(req)["nonce"]
+            unsigned = {"from": 4, "first": 10 ** 6, "head": 10 ** 6, "journal_id": jid, "count": 0}
+            r.send_multipart([ident, b"BATCH", json.dumps(unsigned).encode()])
+            r.send_multipart([ident, b"BATCH", header("an-earlier-nonce")])
+            assert sub.receive(1.0) is None
+            assert sub.rejections == {"malformed": 1, "stale_replay": 1}
+            assert [c for c, _ in alarms] == ["rejected", "rejected"]
+            r.send_multipart([ident, b"BATCH", header(nonce)])
+            with pytest.raises(BusError, match="no longer holds seq 4..999999"):
+                sub.receive(1.0)
+            assert alarms[-1] == ("gap_lost", {"from": 4, "first": 10 ** 6})
+    finally:
+        r.close(0)
+        ctx.term()
