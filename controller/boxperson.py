@@ -29,8 +29,11 @@ handed to the table service (``table_command``), which applies it before the nex
 publishes it (``state`` message ``decide-only``), or refuses it with a ``command-refused``
 alarm (a point is on).
 
-With CURVE keys (:class:`CurveServerKeys`, the bus's key files, bus/keys.py) the socket is
-encrypted and only clients whose public certificate is in the allow-list may connect.
+With CURVE keys (:class:`CurveServerKeys`, the bus's key files, bus/keys.py; the table
+service's ``[boxperson] curve = true``) the socket is encrypted, only consoles whose public
+certificate is in the allow-list may connect, and each decision records the console's public
+key (``console``) beside the name it gives. Without CURVE any process that reaches the socket
+may answer a call, so the service binds such a socket only on loopback or ipc://.
 """
 from __future__ import annotations
 
@@ -103,6 +106,9 @@ class Decision:
         who: the boxperson's name (``"timeout"`` for a timeout).
         at_utc: when, UTC ISO 8601.
         latency_s: seconds from the call to the decision.
+        console: the CURVE public key (Z85) of the console the answer came from, as the
+            command socket authenticated it; ``None`` on a socket without CURVE, a timeout,
+            or an answer given in-process.
     """
 
     roll_id: str
@@ -112,6 +118,7 @@ class Decision:
     who: str
     at_utc: str
     latency_s: float
+    console: str | None = None
 
     @property
     def void(self) -> bool:
@@ -122,7 +129,7 @@ class Decision:
         """The ``"decision"`` object of the roll message."""
         return {"roll_id": self.roll_id, "reason": self.reason, "outcome": self.outcome,
                 "dice": None if self.dice is None else list(self.dice), "who": self.who,
-                "at": self.at_utc, "latency_s": round(self.latency_s, 3)}
+                "at": self.at_utc, "latency_s": round(self.latency_s, 3), "console": self.console}
 
 
 def _utc_now() -> datetime:
@@ -204,8 +211,9 @@ class CallRegistry:
             return self._decided.get(roll_id)
 
     def answer(self, roll_id: str, *, who: str, dice: Sequence[int] | None = None,
-               void: bool = False) -> Decision:
-        """The boxperson's answer: ``dice`` (a value for each die) or ``void``.
+               void: bool = False, console: str | None = None) -> Decision:
+        """The boxperson's answer: ``dice`` (a value for each die) or ``void``; ``console``:
+        the authenticated key of the console it came from (see :class:`Decision`).
 
         Raises:
             DecisionError: no name, both or neither of dice/void, bad values, no pending call
@@ -227,7 +235,7 @@ class CallRegistry:
                     raise DecisionError(f"roll {roll_id}: already decided ({done.outcome} by {done.who} at {done.at_utc})")
                 raise DecisionError(f"roll {roll_id}: no pending boxperson call")
             decision = Decision(roll_id, call.reason, OUTCOME_VOID if void else OUTCOME_DICE, values, who,
-                                self.wall_clock().isoformat(), now - call.opened)
+                                self.wall_clock().isoformat(), now - call.opened, console)
             del self._calls[roll_id]
             self._decided[roll_id] = decision
         self._done(decision)
@@ -250,7 +258,8 @@ class CallRegistry:
         return out
 
     def _done(self, d: Decision) -> None:
-        log.info("boxperson decision %s: %s %s by %s at %s", d.roll_id, d.outcome, d.dice or "", d.who, d.at_utc)
+        log.info("boxperson decision %s: %s %s by %s at %s%s", d.roll_id, d.outcome, d.dice or "", d.who, d.at_utc,
+                 f" (console {d.console})" if d.console else "")
         if self.on_decision is not None:
             self.on_decision(d)
 
@@ -340,10 +349,11 @@ def _error(msg: str) -> dict:
 
 
 def handle_request(registry: CallRegistry, raw: bytes,
-                   table_command: Callable[..., None] | None = None) -> dict:
+                   table_command: Callable[..., None] | None = None, console: str | None = None) -> dict:
     """Answer one command (see the module docstring); never raises for bad input.
     ``table_command(event, **details)`` takes the commands meant for the table service
-    (``TableService.post``); without it they are refused."""
+    (``TableService.post``); without it they are refused. ``console``: the CURVE public key
+    the socket authenticated the sender by (recorded with a decision), or ``None``."""
     try:
         req = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -373,7 +383,7 @@ def handle_request(registry: CallRegistry, raw: bytes,
         if not isinstance(who, str):
             return _error("decide: who (the boxperson's name) is required")
         try:
-            d = registry.answer(roll_id, who=who, dice=req.get("dice"), void=void)
+            d = registry.answer(roll_id, who=who, dice=req.get("dice"), void=void, console=console)
         except DecisionError as exc:
             return _error(str(exc))
         return {"ok": True, "decision": d.to_json()}
@@ -388,7 +398,7 @@ def handle_request(registry: CallRegistry, raw: bytes,
             return _error("decide-only: who (the boxperson's name) is required")
         if table_command is None:
             return _error("decide-only: this command socket is not connected to a table service")
-        table_command("decide-only", on=on, who=who.strip())
+        table_command("decide-only", on=on, who=who.strip(), console=console)
         return {"ok": True, "queued": "decide-only", "on": on}
     return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence, decide-only")
 
@@ -444,8 +454,10 @@ class CommandServer:
         self.registry.expire()
         if not self.sock.poll(timeout_ms, zmq.POLLIN):
             return False
-        raw = self.sock.recv()
-        reply = handle_request(self.registry, raw, self.table_command)
+        frame = self.sock.recv(copy=False)
+        # with CURVE, the ZAP handler's User-Id is the client's public key (Z85)
+        console = frame.get("User-Id") if self._auth is not None else None
+        reply = handle_request(self.registry, frame.bytes, self.table_command, console)
         self.sock.send(json.dumps(reply).encode())
         return True
 

@@ -210,17 +210,30 @@ class BoxpersonSection(_Section):
     Attributes:
         timeout_s: seconds a call waits for the boxperson's answer before the throw is void.
         endpoint: the ZeroMQ endpoint where ``craps-table decide`` reaches the table (a REP
-            socket; loopback or ipc:// only, it has no authentication here); ``""``: none.
+            socket); ``""``: none. Without ``curve`` it has no authentication, so it must be
+            a loopback tcp:// or an ipc:// endpoint; with ``curve`` any tcp:// or ipc://.
+        curve: authenticate and encrypt the socket with CURVE (RFC 26/CurveZMQ): the server
+            is the table's bus key (``[bus] keys_dir`` / ``table_key``), and only consoles
+            whose public certificate is in ``authorized_dir`` may connect; each decision then
+            records the console's public key (``console``), not only the name it gives.
+        authorized_dir: the folder of the boxperson consoles' public certificates
+            (``craps-table keys generate NAME``, then copy ``NAME.key`` here).
     """
 
     timeout_s: float = Field(120.0, gt=0, le=3600)
+    curve: bool = False          # before endpoint: its check reads it
     endpoint: str = ""
+    authorized_dir: Path = Path("var/boxperson/consoles")
 
     @field_validator("endpoint")
     @classmethod
-    def _check_endpoint(cls, v: str) -> str:
-        if v and not re.match(r"^(tcp://(127\.0\.0\.1|localhost|\[::1\]):(\d+|\*)|ipc://\S+)$", v):
-            raise ValueError(f"must be a loopback tcp:// or an ipc:// endpoint, or empty: {v!r}")
+    def _check_endpoint(cls, v: str, info: ValidationInfo) -> str:
+        if v and not re.match(r"^(tcp://\S+:(\d+|\*)|ipc://\S+)$", v):
+            raise ValueError(f"must be a tcp:// or an ipc:// endpoint, or empty: {v!r}")
+        if v and not info.data.get("curve") and not re.match(
+                r"^(tcp://(127\.0\.0\.1|localhost|\[::1\]):(\d+|\*)|ipc://\S+)$", v):
+            raise ValueError(f"{v!r}: without curve = true the boxperson socket has no authentication, "
+                             "so it must be a loopback tcp:// or an ipc:// endpoint")
         return v
 
 

@@ -415,8 +415,8 @@ class TableService:
             elif event == "decide-only":
                 try:
                     self.decide_only(bool(details.get("on")))
-                    log.info("rolls only to decide come/don't come wagers %s (%s)",
-                             "start" if details.get("on") else "end", details.get("who"))
+                    log.info("rolls only to decide come/don't come wagers %s (%s, console %s)",
+                             "start" if details.get("on") else "end", details.get("who"), details.get("console"))
                 except ValueError as exc:
                     log.warning("decide-only from %s refused: %s", details.get("who"), exc)
                     self._publish("alarm", {"code": "command-refused", "message": f"decide-only: {exc}"[:500]})
@@ -669,7 +669,7 @@ class TableService:
                 self._faults.discard("stale-decision")
                 continue
             decision = {"call": d.roll_id, "reason": d.reason, "outcome": d.outcome, "who": d.who,
-                        "at_utc": d.at_utc, "latency_s": round(float(d.latency_s), 3)}
+                        "at_utc": d.at_utc, "latency_s": round(float(d.latency_s), 3), "console": d.console}
             try:
                 irregular = (Reason.from_code(d.reason),)
             except ValueError:

@@ -650,8 +650,21 @@ def build_observer(cfg: TableConfig, source: FrameSource, area,
     hook = AreaZones(observer, area) if calibration is None and area else observer
     closers = []
     if cfg.boxperson.endpoint:
+        curve = None
+        if cfg.boxperson.curve:
+            from bus.keys import key_files
+            from controller.boxperson import CurveServerKeys
+
+            secret = key_files(cfg.bus.keys_dir, cfg.bus.table_key).curve_secret
+            if not secret.is_file():
+                raise SetupError(f"boxperson.curve: the table's CURVE certificate {secret} is missing "
+                                 f"(`craps-table keys generate {cfg.bus.table_key}`)")
+            if not cfg.boxperson.authorized_dir.is_dir():
+                raise SetupError(f"boxperson.authorized_dir: no such folder {cfg.boxperson.authorized_dir} "
+                                 "(the boxperson consoles' public certificates)")
+            curve = CurveServerKeys(secret, cfg.boxperson.authorized_dir)
         try:
-            server = CommandServer(registry, cfg.boxperson.endpoint, table_command=table_command)
+            server = CommandServer(registry, cfg.boxperson.endpoint, curve=curve, table_command=table_command)
             server.start()
         except Exception as exc:  # noqa: BLE001 - zmq errors: named with the key
             raise SetupError(f"boxperson.endpoint {cfg.boxperson.endpoint!r}: {exc}") from None

@@ -98,3 +98,8 @@ def test_rules_profile_and_boxperson_section(tmp_path):
         with pytest.raises(ConfigError) as err:
             parse_config(data, "t.toml")
         assert f"t.toml: {key}:" in str(err.value)
+    # with CURVE the socket is authenticated, so it may listen beyond loopback
+    cfg = parse_config({"boxperson": {"curve": True, "endpoint": "tcp://0.0.0.0:5560"}})
+    assert cfg.boxperson.curve and cfg.boxperson.endpoint == "tcp://0.0.0.0:5560"
+    with pytest.raises(ConfigError, match="without curve = true"):
+        parse_config({"boxperson": {"endpoint": "tcp://192.168.1.20:5560"}}, "t.toml")

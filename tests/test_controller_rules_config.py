@@ -1,6 +1,7 @@
 """[rules] far_wall_reach_mm: validated, and it reaches the far-wall detector of the service."""
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -92,6 +93,37 @@ def test_simulated_wall_sensor_reaches_the_observer_only_when_the_rig_has_one(wa
         for sink in source.sinks:
             sink(1.25)
         assert observer._strikes == ([1.25] if wall_sensor else [])
+    finally:
+        for close in closers:
+            close()
+
+
+def test_boxperson_socket_with_curve_admits_only_authorized_consoles(tmp_path, capsys):
+    """``[boxperson] curve = true``: the service's command socket is CURVE (the bus's table
+    key); ``craps-table decide`` from an authorized console is answered, a client without keys
+    is not; a missing allow-list folder is named at start-up."""
+    from bus.keys import authorize, generate_keys
+    from controller.cli import main as cli_main
+    from controller.service_cli import SetupError, build_observer
+
+    keys = tmp_path / "keys"
+    table = generate_keys(keys, "table")
+    console = generate_keys(keys, "console-1")
+    cfg = _cfg()
+    box = {"endpoint": "tcp://127.0.0.1:*", "curve": True, "authorized_dir": tmp_path / "consoles"}
+    cfg = cfg.model_copy(update={"boxperson": cfg.boxperson.model_copy(update=box),
+                                 "bus": cfg.bus.model_copy(update={"keys_dir": keys})})
+    with pytest.raises(SetupError, match="boxperson.authorized_dir"):
+        build_observer(cfg, source=object(), area=None)
+    authorize(console.curve_public, tmp_path / "consoles")
+    hook, closers = build_observer(cfg, source=object(), area=None)
+    try:
+        server = closers[0].__self__
+        assert cli_main(["decide", "--endpoint", server.endpoint, "--pending", "--timeout", "0.5"]) == 1
+        capsys.readouterr()
+        assert cli_main(["decide", "--endpoint", server.endpoint, "--pending", "--curve-secret",
+                         str(console.curve_secret), "--server-cert", str(table.curve_public)]) == 0
+        assert json.loads(capsys.readouterr().out) == {"ok": True, "calls": []}
     finally:
         for close in closers:
             close()

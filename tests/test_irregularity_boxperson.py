@@ -41,7 +41,8 @@ def test_answer_with_dice_logs_who_and_when():
     clock.t += 4.5
     d = reg.answer("t-1", who="ann", dice=[3, 4])
     assert d.to_json() == {"roll_id": "t-1", "reason": "face-unreadable", "outcome": "dice", "dice": [3, 4],
-                           "who": "ann", "at": "2026-11-29T23:30:00+00:00", "latency_s": 4.5}
+                           "who": "ann", "at": "2026-11-29T23:30:00+00:00", "latency_s": 4.5,
+                           "console": None}
     assert not d.void and seen == [d] and reg.pending() == [] and reg.decision("t-1") == d
 
 
@@ -179,6 +180,11 @@ def test_curve_command_server(tmp_path):
         reply = send_command(server.endpoint, {"cmd": "decide", "roll_id": "t-9", "dice": [6, 6], "who": "cy"},
                              curve=good)
         assert reply["ok"] and reply["decision"]["dice"] == [6, 6]
+        # the decision records the console the socket authenticated, not only the name given
+        from bus.keys import load_curve_public
+
+        assert reply["decision"]["console"] == load_curve_public(client_keys.curve_public).decode("ascii")
+        assert reg.decision("t-9").console == reply["decision"]["console"]
     finally:
         server.close()
 
@@ -197,7 +203,7 @@ def test_decide_only_command_reaches_the_table_service(capsys, tmp_path):
         assert cli_main(["decide", "--endpoint", server.endpoint, "--decide-only", "on", "--who", "ann"]) == 0
         assert json.loads(capsys.readouterr().out) == {"ok": True, "queued": "decide-only", "on": True}
         assert cli_main(["decide", "--endpoint", server.endpoint, "--decide-only", "off"]) == 2   # no --who
-        assert posted == [("decide-only", {"on": True, "who": "ann"})]
+        assert posted == [("decide-only", {"on": True, "who": "ann", "console": None})]
     finally:
         server.close()
 
