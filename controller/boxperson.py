@@ -21,6 +21,7 @@ Command protocol (JSON objects over a ZeroMQ REP socket; one reply per request):
     {"cmd": "pending"}                       -> {"ok": true, "calls": [{roll_id, reason, ...}]}
     {"cmd": "evidence", "roll_id": "..."}    -> {"ok": true, "png_b64": "..."}
     {"cmd": "decide-only", "on": true, "who": "ann"}   -> {"ok": true, "queued": "decide-only"}
+    {"cmd": "no-roll", "reason": "dice-not-simultaneous", "who": "ann"} -> {"ok": true, "queued": "no-roll"}
     reply: {"ok": true, "decision": {...}}  or  {"ok": false, "error": "what is wrong"}
 
 ``decide-only``: the boxperson starts (``on``) or ends the rolls made only to decide the
@@ -28,6 +29,13 @@ remaining come and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.1
 handed to the table service (``table_command``), which applies it before the next frame and
 publishes it (``state`` message ``decide-only``), or refuses it with a ``command-refused``
 alarm (a point is on).
+
+``no-roll``: the boxperson or stickperson calls "no roll" on the throw in progress (9 NYCRR
+5324.52(k)(2), (k)(5)(i); whenever possible before both dice come to rest, (k)(3)), for what a
+person sees and the camera cannot judge: ``dice-not-simultaneous`` ((k)(2)(i)),
+``far-wall-missed`` ((k)(2)(ii)), ``cheating-device`` ((k)(2)(v)), ``improper-throw``
+((k)(2)(vi)). The table service makes that throw's verdict a no roll with the reason, or
+refuses the call with a ``command-refused`` alarm when no throw is in progress.
 
 With CURVE keys (:class:`CurveServerKeys`, the bus's key files, bus/keys.py; the table
 service's ``[boxperson] curve = true``) the socket is encrypted, only consoles whose public
@@ -400,7 +408,23 @@ def handle_request(registry: CallRegistry, raw: bytes,
             return _error("decide-only: this command socket is not connected to a table service")
         table_command("decide-only", on=on, who=who.strip(), console=console)
         return {"ok": True, "queued": "decide-only", "on": on}
-    return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence, decide-only")
+    if cmd == "no-roll":
+        from controller.reasons import STAFF_CALL_REASONS
+
+        unknown = sorted(set(req) - {"cmd", "reason", "who"})
+        if unknown:
+            return _error(f"no-roll: unknown key(s) {unknown}")
+        reason, who = req.get("reason"), req.get("who")
+        codes = [r.value for r in STAFF_CALL_REASONS]
+        if reason not in codes:
+            return _error(f"no-roll: reason must be one of {', '.join(codes)}, got {reason!r}")
+        if not isinstance(who, str) or not who.strip():
+            return _error("no-roll: who (the caller's name) is required")
+        if table_command is None:
+            return _error("no-roll: this command socket is not connected to a table service")
+        table_command("no-roll", reason=reason, who=who.strip(), console=console)
+        return {"ok": True, "queued": "no-roll", "reason": reason}
+    return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence, decide-only, no-roll")
 
 
 class CommandServer:

@@ -6,11 +6,17 @@ Examples::
     craps-table decide --endpoint tcp://127.0.0.1:5560 --roll-id table-1-00000042 --void --who ann
     craps-table decide --endpoint tcp://127.0.0.1:5560 --pending
     craps-table decide --endpoint tcp://127.0.0.1:5560 --decide-only on --who ann
+    craps-table decide --endpoint tcp://127.0.0.1:5560 --no-roll dice-not-simultaneous --who sam
 
 9 NYCRR 5324.52(h)(1)(ii)(a): the boxperson determines which face is uppermost or voids the
 throw. ``--decide-only on|off``: the boxperson starts or ends the rolls made only to decide the
 remaining come and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)); the table
 applies it before its next frame, or refuses it with a ``command-refused`` alarm (a point is on).
+``--no-roll REASON``: the boxperson or stickperson calls "no roll" on the throw in progress
+(9 NYCRR 5324.52(k)(2), (k)(5)(i); whenever possible before both dice come to rest, (k)(3)):
+``dice-not-simultaneous`` ((k)(2)(i)), ``far-wall-missed`` ((k)(2)(ii)), ``cheating-device``
+((k)(2)(v)) or ``improper-throw`` ((k)(2)(vi)); the throw's verdict is then that no roll, or the
+call is refused with a ``command-refused`` alarm when no throw is in progress.
 
 Exit status: 0 the decision was taken (printed as JSON), 1 the table refused it (no such call,
 already decided) or did not answer, 2 bad arguments.
@@ -23,6 +29,7 @@ import sys
 from pathlib import Path
 
 from controller.boxperson import CurveClientKeys, send_command
+from controller.reasons import STAFF_CALL_REASONS
 
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
@@ -38,6 +45,9 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     what.add_argument("--decide-only", choices=("on", "off"),
                       help="start (on) or end (off) the rolls made only to decide the remaining come and "
                            "don't come wagers, 9 NYCRR 5324.52(i)(2) (with --who; no --roll-id)")
+    what.add_argument("--no-roll", metavar="REASON", choices=[r.value for r in STAFF_CALL_REASONS],
+                      help="call no roll on the throw in progress, 9 NYCRR 5324.52(k)(2): one of "
+                           f"{', '.join(r.value for r in STAFF_CALL_REASONS)} (with --who; no --roll-id)")
     parser.add_argument("--who", help="the boxperson's name (logged and published with the roll)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the table (default 5)")
     parser.add_argument("--evidence-out", type=Path,
@@ -66,6 +76,12 @@ def run(command: str, args: argparse.Namespace) -> int:
         if not args.who or not args.who.strip():
             return _bad("--who (the boxperson's name) is required")
         request = {"cmd": "decide-only", "on": args.decide_only == "on", "who": args.who.strip()}
+    elif args.no_roll is not None:
+        if args.roll_id or args.evidence_out is not None:
+            return _bad("--no-roll is about the throw in progress, not a roll: no --roll-id or --evidence-out")
+        if not args.who or not args.who.strip():
+            return _bad("--who (the caller's name) is required")
+        request = {"cmd": "no-roll", "reason": args.no_roll, "who": args.who.strip()}
     elif args.dice is None and not args.void:
         if not args.roll_id or args.evidence_out is None:
             return _bad("give --roll-id with --dice D1 D2 or --void (or --evidence-out), or --pending, "

@@ -19,7 +19,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Mapping
 
-from controller.reasons import Reason
+from controller.reasons import STAFF_CALLED, Reason
 
 
 class Action(str, Enum):
@@ -42,6 +42,7 @@ _ALWAYS_VOID: frozenset[Reason] = frozenset(
      Reason.TABLE_FAULT}
 )
 _ALWAYS_VOID = _ALWAYS_VOID | {Reason.DICE_DID_NOT_MOVE}  # rig rule (controller/rounds.py)
+_ALWAYS_VOID = _ALWAYS_VOID | STAFF_CALLED  # a person's "no roll" call, (k)(2), (k)(5)(i)
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,10 @@ _NY_5324_ACTIONS: dict[Reason, Action] = {
     Reason.TABLE_FAULT: Action.NO_ROLL,
     # rig rule (controller/rounds.py; closest: (k)): dice that did not move give no result
     Reason.DICE_DID_NOT_MOVE: Action.NO_ROLL,
+    # called by the boxperson or stickperson during the throw ((k)(2)(i), (v), (vi); (k)(5)(i))
+    Reason.DICE_NOT_SIMULTANEOUS: Action.NO_ROLL,
+    Reason.CHEATING_DEVICE: Action.NO_ROLL,
+    Reason.IMPROPER_THROW: Action.NO_ROLL,
 }
 
 

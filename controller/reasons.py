@@ -4,11 +4,12 @@ The code (the member's ``value``) is what the roll message carries in ``"reason"
 docs/messages.md) and what a jurisdiction policy maps to an action (controller/policy.py). The
 vocabulary is the regulation's: 9 NYCRR 5324.52(k) "Irregularities" and (h)(1) "Point throw".
 
-Which of these the controller can detect today: ``dice-off-table``, ``die-off-table``,
-``extra-dice``, ``die-outside-area``, ``face-unreadable``, ``die-not-flat`` and ``not-at-rest``.
-The others (chip bank, dice cup, rail, die on die, far wall, several sides resting) are named
-here so that the zone and irregularity detectors add observations, not new codes or new
-branches in the verdict.
+Where each comes from: the roll lifecycle and the reader (``not-at-rest``, ``dice-off-table``,
+``die-off-table``, ``extra-dice``, ``die-outside-area``, ``face-unreadable``, ``die-not-flat``),
+the irregularity detectors with a table calibration (controller/irregularity.py: the zone
+codes, ``die-on-die``, ``die-on-several-objects``, ``far-wall-missed``), the boxperson
+(``boxperson-void``), a person's "no roll" call during the throw (:data:`STAFF_CALLED`), and the
+controller's own rules (:data:`CONTROLLER_RULES`).
 """
 from __future__ import annotations
 
@@ -117,6 +118,25 @@ class Reason(str, Enum):
         "both dice rest where they rested after the previous throw, with the same faces: the result is not used",
     )
 
+    # Called by the boxperson or stickperson during the throw ((k)(2), (k)(5)(i); made, whenever
+    # possible, before both dice come to rest, (k)(3)): what a person sees and the camera
+    # cannot judge (``craps-table decide --no-roll``; controller/boxperson.py).
+    DICE_NOT_SIMULTANEOUS = (
+        "dice-not-simultaneous",
+        "9 NYCRR 5324.52(k)(2)(i), (k)(3)",
+        "no roll called: the dice did not leave the shooter's hand simultaneously",
+    )
+    CHEATING_DEVICE = (
+        "cheating-device",
+        "9 NYCRR 5324.52(k)(2)(v)",
+        "no roll called: a cheating, crooked or fixed device or technique was used in the roll",
+    )
+    IMPROPER_THROW = (
+        "improper-throw",
+        "9 NYCRR 5324.52(k)(2)(vi), (k)(3)",
+        "no roll called: another reason rendered the throw improper",
+    )
+
     @classmethod
     def from_code(cls, code: str) -> "Reason":
         """Return the member whose code is ``code``.
@@ -131,11 +151,22 @@ class Reason(str, Enum):
         raise ValueError(f"unknown reason code {code!r}; known codes: {known}")
 
 
-#: Reasons that are rules of the controller itself, not irregularities a jurisdiction profile
-#: maps: a profile need not list them (controller/irregularity_profile.py) and no profile may
+#: Reasons that are rules of the controller itself (and, below, the reasons only a person
+#: calls), not irregularities a jurisdiction profile maps: a profile need not list them (controller/irregularity_profile.py) and no profile may
 #: make them anything but a no roll (controller/policy.py). ``table-fault``: a throw decided
 #: while the table was in its safe state (controller/health.py) cannot be trusted to have been
 #: seen whole; 9 NYCRR 5324.52(k) is the closest paragraph.
 CONTROLLER_RULES: frozenset[Reason] = frozenset({Reason.TABLE_FAULT})
 #: ``dice-did-not-move`` (controller/rounds.py): a rig rule, likewise always a no roll.
 CONTROLLER_RULES = CONTROLLER_RULES | {Reason.DICE_DID_NOT_MOVE}
+
+#: Reasons only a person calls (9 NYCRR 5324.52(k)(2), (k)(5)(i)): the boxperson or stickperson
+#: calls "no roll" during the throw (``no-roll`` command, controller/boxperson.py), and the
+#: throw is a no roll whatever the camera sees. ``far-wall-missed`` may be called too, but it is
+#: also a detector's reason that profiles map. Always a no roll; profiles need not list them.
+STAFF_CALLED: frozenset[Reason] = frozenset({Reason.DICE_NOT_SIMULTANEOUS, Reason.CHEATING_DEVICE,
+                                             Reason.IMPROPER_THROW})
+#: The reasons a ``no-roll`` call may give.
+STAFF_CALL_REASONS: tuple[Reason, ...] = (Reason.DICE_NOT_SIMULTANEOUS, Reason.FAR_WALL_MISSED,
+                                          Reason.CHEATING_DEVICE, Reason.IMPROPER_THROW)
+CONTROLLER_RULES = CONTROLLER_RULES | STAFF_CALLED

@@ -24,6 +24,7 @@ import queue
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from typing import Callable, Iterable, Protocol, Sequence
 
 import cv2
@@ -33,10 +34,10 @@ from camera.base import Frame, FrameError, FrameSource
 from controller.game import GameState, advance, new_shooter, set_decide_only
 from controller.health import HealthMonitor, HealthStatus, frame_digest, frame_level
 from controller.lamps import LampController
-from controller.lifecycle import (CLEARING, READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT, MotionDetector,
-                                  RollLifecycle, SceneDie)
+from controller.lifecycle import (CLEARING, IN_MOTION, READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT,
+                                  MotionDetector, RollLifecycle, SceneDie)
 from controller.policy import NY_5324, Policy
-from controller.reasons import Reason
+from controller.reasons import STAFF_CALL_REASONS, Reason
 from controller.store import StateStore
 from controller.verdict import DieObservation, ThrowFacts, Verdict, decide
 from vision.types import DieReading
@@ -238,6 +239,7 @@ class TableService:
         #: ``callback(HealthStatus)`` when the safe state's reasons change (sd_notify STATUS)
         self.on_health: Callable[[HealthStatus], None] | None = None
         self._taint: set[str] = set()     # safe-state reasons seen since the throw began
+        self._called: dict | None = None  # a person's "no roll" call on the throw in progress
         self._held: deque = deque(maxlen=100)  # alarms the bus refused, retried by tick()
         self._grace_until: float | None = None
         self._frame_seen = False
@@ -399,7 +401,9 @@ class TableService:
         thread, the boxperson command socket); it is applied before the next frame. Events:
         ``"shooter-button"`` (the shooter passes the dice: :meth:`relinquish`), ``"decide-only"``
         with ``on`` and ``who`` (:meth:`decide_only`; refused with a ``command-refused`` alarm
-        while a point is on), ``"link"`` with ``up`` and ``reason`` (the microcontroller link: a
+        while a point is on), ``"no-roll"`` with ``reason``, ``who`` and ``console``
+        (:meth:`call_no_roll`; refused with a ``command-refused`` alarm when no throw is in
+        progress), ``"link"`` with ``up`` and ``reason`` (the microcontroller link: a
         fault and an alarm while it is down)."""
         self._inbox.put((event, details))
 
@@ -412,6 +416,13 @@ class TableService:
             if event == "shooter-button":
                 log.info("shooter button: the shooter passes the dice")
                 self.relinquish()
+            elif event == "no-roll":
+                try:
+                    self.call_no_roll(str(details.get("reason")), str(details.get("who") or ""),
+                                      console=details.get("console"))
+                except ValueError as exc:
+                    log.warning("no-roll call from %s refused: %s", details.get("who"), exc)
+                    self._publish("alarm", {"code": "command-refused", "message": f"no-roll: {exc}"[:500]})
             elif event == "decide-only":
                 try:
                     self.decide_only(bool(details.get("on")))
@@ -437,6 +448,41 @@ class TableService:
         self._publish("state", {"event": "new-shooter", "cause": "compulsory" if compulsory else "voluntary",
                                 "game": self._game_json(state)})
         return state
+
+    def call_no_roll(self, reason: str, who: str, *, console: str | None = None) -> None:
+        """The boxperson or stickperson calls "no roll" on the throw in progress (9 NYCRR
+        5324.52(k)(2), (k)(5)(i); made, whenever possible, before both dice come to rest,
+        (k)(3)): the throw's verdict is then a no roll with ``reason`` whatever the camera sees
+        (what it found is kept in ``irregularities``), and the roll message's ``called`` names
+        who called it (``who``, ``console``, ``at_utc``). For what a person sees and the camera
+        cannot judge: dice not leaving the hand together ((k)(2)(i)), a cheating device
+        ((k)(2)(v)), any other improper throw ((k)(2)(vi)), or a die that missed the far end
+        ((k)(2)(ii)).
+
+        Args:
+            reason: a code of :data:`controller.reasons.STAFF_CALL_REASONS`.
+            who: the caller's name (required).
+            console: the CURVE key the command socket authenticated the caller by, if any.
+
+        Raises:
+            ValueError: an unknown reason or no name; no throw in progress (the dice are not
+                moving, or the throw was already decided: nothing is changed).
+        """
+        codes = [r.value for r in STAFF_CALL_REASONS]
+        if reason not in codes:
+            raise ValueError(f"reason {reason!r} cannot be called; one of: {', '.join(codes)}")
+        if not who.strip():
+            raise ValueError("who (the caller's name) is required")
+        if self.lifecycle.phase not in (IN_MOTION, CLEARING):
+            raise ValueError(f"no throw in progress (phase {self.lifecycle.phase}): a no roll is called on a "
+                             "throw before its dice come to rest, 9 NYCRR 5324.52(k)(3)")
+        if self._called is not None:
+            log.info("no-roll call on the throw in progress replaced: %s by %s", self._called["reason"],
+                     self._called["who"])
+        self._called = {"reason": reason, "who": who.strip(), "console": console,
+                        "at_utc": datetime.now(timezone.utc).isoformat()}
+        log.info("no roll called on the throw in progress: %s by %s%s", reason, who.strip(),
+                 f" (console {console})" if console else "")
 
     def decide_only(self, on: bool) -> GameState:
         """The boxperson starts (``on``) or ends the rolls made only to decide the remaining come
@@ -548,6 +594,7 @@ class TableService:
         if not scene:
             self._empty_ref = self.motion.snapshot()
         if outcome != READ_VERDICT:
+            self._drop_call(f"the motion was not a throw ({outcome})")
             return None
         verdict = decide(observations, facts, policy=self.policy, min_confidence=self.min_confidence)
         if self.rounds is not None:  # at rest; dice resting where they rested: a no roll
@@ -591,12 +638,16 @@ class TableService:
                             frame_info: dict | None = None, frame_hash: str | None = None,
                             decision: dict | None = None) -> dict:
         faults: list[str] = []
+        called = None
         if decision is None:  # a throw, not a boxperson's decision on an earlier one
             faults = sorted(self._taint | (set(self.health_status.reasons)
                                            if self.safe_state and self.health_status else set()))
             self._taint = set(self.health_status.reasons) if self.safe_state and self.health_status else set()
             if faults:
                 verdict = self._table_fault(verdict, faults)
+            called, self._called = self._called, None
+            if called is not None:
+                verdict = self._called_no_roll(verdict, called)
         before = self.store.state
         if verdict.kind == "roll" and verdict.dice is not None:
             after, outcome = advance(before, verdict.dice)
@@ -626,6 +677,7 @@ class TableService:
                                     "width": int(frame.image.shape[1]), "height": int(frame.image.shape[0])},
             "frame_sha256": frame_hash or frame_sha256(frame.image),
             "decision": decision,
+            "called": called,
             "faults": faults,
         }
         self.store.commit(after, body)
@@ -652,6 +704,26 @@ class TableService:
                     verdict.kind, verdict.reason.value if verdict.reason else list(verdict.dice or ()))
         return Verdict(kind="no-roll", reason=Reason.TABLE_FAULT, dice=None,
                        irregularities=tuple(dict.fromkeys(found)), observations=verdict.observations)
+
+    @staticmethod
+    def _called_no_roll(verdict: Verdict, called: dict) -> Verdict:
+        """The verdict of a throw a person called "no roll" on (:meth:`call_no_roll`): a no roll
+        with the call's reason, keeping what the camera found as irregularities."""
+        found = ((verdict.reason,) if verdict.reason is not None else ()) + tuple(verdict.irregularities)
+        log.info("no roll called by %s (%s): %s %s -> no roll", called["who"], called["reason"], verdict.kind,
+                 verdict.reason.value if verdict.reason else list(verdict.dice or ()))
+        return Verdict(kind="no-roll", reason=Reason.from_code(called["reason"]), dice=None,
+                       irregularities=tuple(dict.fromkeys(found)), observations=verdict.observations)
+
+    def _drop_call(self, why: str) -> None:
+        """A "no roll" call whose motion ended without a verdict (the table was cleared, the dice
+        were not moved): dropped, with a ``command-refused`` alarm."""
+        if self._called is None:
+            return
+        c, self._called = self._called, None
+        log.warning("no-roll call %s by %s dropped: %s", c["reason"], c["who"], why)
+        self._publish("alarm", {"code": "command-refused",
+                                "message": f"no-roll by {c['who']}: {why}; nothing was called"[:500]})
 
     def _apply_decisions(self, frame: Frame) -> None:
         """Publish the boxperson's decisions (9 NYCRR 5324.52(h)(1)(ii)(a)) that the observer

@@ -701,3 +701,60 @@ def test_default_observation_without_observer(tmp_path):
     bodies, _ = run_throws(service, [[(3, 100, 100), (4, 290, 120)], [(3, 100, 100), (4, 200, 120)]])
     assert [(b["verdict"], b["reason"]) for b in bodies] == [("no-roll", "die-outside-area"), ("roll", None)]
     service.close()
+
+
+def test_a_no_roll_called_during_the_throw_voids_it(tmp_path):
+    """9 NYCRR 5324.52(k)(2)(i), (k)(3), (k)(5)(i): the stickperson calls "no roll" while the
+    dice are moving (they did not leave the hand together): the throw that the camera would
+    read as a 7 is published as a no roll ``dice-not-simultaneous`` naming the caller, and the
+    game does not move; a call with no throw in progress is refused with an alarm and the next
+    throw is a roll."""
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    service.start()
+    frames, t, i = throw_frames([(3, 100, 100), (4, 200, 120)], 0.0)
+    bodies = []
+    for k, f in enumerate(frames):
+        if k == 14:                                  # dice in motion (frames 12..17)
+            service.post("no-roll", reason="dice-not-simultaneous", who="sam", console=None)
+        b = service.process(f)
+        if b is not None:
+            bodies.append(b)
+    assert len(bodies) == 1
+    b = bodies[0]
+    assert (b["verdict"], b["reason"], b["dice"]) == ("no-roll", "dice-not-simultaneous", None)
+    assert b["citation"] == "9 NYCRR 5324.52(k)(2)(i), (k)(3)"
+    assert b["called"]["who"] == "sam" and b["called"]["reason"] == "dice-not-simultaneous"
+    assert b["game"]["outcome"] is None and service.store.state.come_out and service.store.state.shooter_roll == 0
+    # at rest, no throw in progress: refused, nothing called on the next throw
+    service.post("no-roll", reason="improper-throw", who="sam")
+    service.process(Frame(scene_image([(3, 100, 100), (4, 200, 120)]), t, i))
+    alarms = [m for topic, m in pub.sent if topic == "alarm"]
+    assert alarms[-1]["code"] == "command-refused" and "no throw in progress" in alarms[-1]["message"]
+    with pytest.raises(ValueError, match="cannot be called"):
+        service.call_no_roll("die-on-die", "sam")
+    frames, t, i = throw_frames([(6, 100, 100), (5, 200, 120)], t + 0.1, start_index=i + 1)
+    more = [b for b in map(service.process, frames) if b is not None]
+    assert [(m["verdict"], m["dice"], m["called"]) for m in more] == [("roll", [6, 5], None)]
+    service.close()
+
+
+def test_no_roll_command_over_the_socket_reaches_the_service(tmp_path, capsys):
+    """``craps-table decide --no-roll improper-throw --who sam`` is queued for the service; a
+    reason a person cannot call, or no name, is refused at the command line or the socket."""
+    from controller.boxperson import CallRegistry, CommandServer, handle_request
+    from controller.cli import main as cli_main
+
+    posted = []
+    server = CommandServer(CallRegistry(60.0), "tcp://127.0.0.1:*",
+                           table_command=lambda e, **d: posted.append((e, d))).start()
+    try:
+        assert cli_main(["decide", "--endpoint", server.endpoint, "--no-roll", "improper-throw", "--who", "sam"]) == 0
+        assert '"queued": "no-roll"' in capsys.readouterr().out
+        assert posted == [("no-roll", {"reason": "improper-throw", "who": "sam", "console": None})]
+        assert cli_main(["decide", "--endpoint", server.endpoint, "--no-roll", "improper-throw"]) == 2  # no --who
+    finally:
+        server.close()
+    bad = handle_request(CallRegistry(60.0), b'{"cmd": "no-roll", "reason": "die-on-die", "who": "sam"}',
+                         lambda e, **d: posted.append(e))
+    assert not bad["ok"] and "reason must be one of" in bad["error"] and len(posted) == 1
