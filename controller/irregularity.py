@@ -120,6 +120,11 @@ class Tolerances:
         lean_min_height: a stack lower than this cannot be leaned against sideways (the die
             rests on its top edge instead).
         wall_contact: a die centre within this of the playing area's edge touches the rail.
+        lean_contact: a die not lying flat whose upper face's centre is within this of a rail,
+            the chip bank, the dice cup or the other die leans on it. The reader gives the
+            upper face's centre, which for a die tilted 45 degrees against a wall lies ~0.3
+            side further from the wall than its footprint's (simulated table: 19 mm against
+            the 14.3 mm of ``wall_contact``; no leaning die was found against the rail).
         strike_gap_s: wall-sensor strikes closer than this are one strike (seconds).
         strike_track_error: a sensor strike is credited to a die the track places within
             ``far_wall_reach_mm`` (the band's depth when unset) + this x side of the wall then
@@ -149,6 +154,7 @@ class Tolerances:
     contact_margin: float = 0.9
     lean_min_height: float = 0.6
     wall_contact: float = 0.75
+    lean_contact: float = 1.1
     strike_gap_s: float = 0.005
     strike_track_error: float = 0.0
     open_felt_is_flat: bool = False
@@ -332,11 +338,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     positions: list[tuple[float, float] | None] = []
     zones: list[str] = []
     sides_px: list[float] = []
-    for r in dice:
-        if geo is None:
-            positions.append(None)
-            zones.append(ZONE_PLAYING)
-            continue
+    def place(r: DieReading) -> tuple[tuple[float, float], str]:
+        """Felt position (mm) and zone of a die read at ``r.centre`` (notes what it finds)."""
         p_obs = geo.cal.to_mm([[float(r.centre[0]), float(r.centre[1])]])[0]
         if getattr(geo.cal, "zone_heights_mm", None) and hasattr(geo.cal, "place"):
             # the calibration knows how high each zone's surface is (rail tops, bank chips)
@@ -355,6 +358,14 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                     notes.append(f"die at ({p[0]:.0f}, {p[1]:.0f}) mm is {h:.0f} mm up: on the rail, (k)(2)(iv)")
         if zone != ZONE_PLAYING:
             notes.append(f"die {r.value} at ({p[0]:.0f}, {p[1]:.0f}) mm rests in zone {zone}")
+        return p, zone
+
+    for r in dice:
+        if geo is None:
+            positions.append(None)
+            zones.append(ZONE_PLAYING)
+            continue
+        p, zone = place(r)
         positions.append(p)
         zones.append(zone)
     size = geo.size if geo is not None else None
@@ -396,8 +407,11 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             if found is not None and found.value is not None and all(
                     math.hypot(found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]) > s_px for r in dice):
                 dice.append(replace(found, extra={**found.extra, "from": "track-reread"}))
-                positions.append((x, y))
-                zones.append(ZONE_PLAYING)
+                # placed as any die read (the playing area holds the chip bank and the dice
+                # cup: a die found again there is in that zone, not in play)
+                p, zone = place(found)
+                positions.append(p)
+                zones.append(zone)
                 notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm that the reader did not find; "
                              f"read there: {found.value} (p {found.confidence:.2f})")
                 continue
@@ -405,7 +419,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             dice.append(DieReading(value=None, bbox=box, centre=(float(c[0]), float(c[1])), confidence=0.0,
                                    flat=True, side_px=0.0, extra={"hidden": True, "from": "track"}))
             positions.append((x, y))
-            zones.append(ZONE_PLAYING)
+            zone = geo.zone((x, y))
+            zones.append(zone if zone in ("chip_bank", "dice_cup") else ZONE_PLAYING)
             notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm that the reader did not find: "
                          "it did not leave the table; its face is in dispute, (h)(1)(ii)")
 
@@ -442,26 +457,46 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     # --- cocked dice, 5324.52(h)(1)(i) ---------------------------------------------------------
     playing = geo.zones.get("playing") if geo is not None else None
     bank = geo.zones.get("chip_bank") if geo is not None else None
+    cup = geo.zones.get("dice_cup") if geo is not None else None
     for i in in_play:
         r = dice[i]
         if r.flat or on_die[i]:
             continue
         s = side_of(i)
         p = where(i)
-        support: list[str] = []
-        lean: list[str] = []
+        support: list[str] = []   # under the die: its bottom side rests on it
+        edge: list[str] = []      # a low stack beside it: its bottom edge may rest on its top
+        lean: list[str] = []      # what it leans on sideways
         if positions[i] is not None:
             for o in objects:
                 d = math.hypot(p[0] - o.x_mm, p[1] - o.y_mm)
                 if d < o.radius_mm + tol.support_margin * s:
                     support.append(f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
                 elif d < o.radius_mm + tol.contact_margin * s:
-                    (lean if o.height_mm >= tol.lean_min_height * s else support).append(
+                    (lean if o.height_mm >= tol.lean_min_height * s else edge).append(
                         f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
-            if playing is not None and _dist_to_boundary(playing, p) < tol.wall_contact * s:
+            reach = max(tol.wall_contact, tol.lean_contact) * s
+            if playing is not None and _dist_to_boundary(playing, p) < reach:
                 lean.append("rail")
-            if bank is not None and _dist_to_boundary(bank, p) < tol.contact_margin * s:
+            if bank is not None and _dist_to_boundary(bank, p) < max(tol.contact_margin, tol.lean_contact) * s:
                 lean.append("chip bank")
+            if cup is not None and _dist_to_boundary(cup, p) < tol.lean_contact * s:
+                lean.append("dice cup")
+            for j in in_play:
+                if j != i and positions[j] is not None and \
+                        math.hypot(p[0] - positions[j][0], p[1] - positions[j][1]) < (0.5 + tol.lean_contact) * s:
+                    lean.append("the other die")
+        # A low stack beside the die is its support only when the die leans on nothing else:
+        # a die leaning on the other die or a wall beside a low stack rests on that, and
+        # reading the face opposite the stack's side published wrong rolls (simulated table).
+        if not lean:
+            support += edge
+        if "chip bank" in lean:
+            # resting against the bank's chips or tray: on the craps bank, (k)(2)(iii), for
+            # every profile (house practice reads a cocked die as seen, but not one in the bank)
+            zones[i] = "chip_bank"
+            notes.append(f"cocked die {r.value} leans on the chip bank: it rests on the bank, (k)(2)(iii)")
+            continue
         # each distinct object touched is a side resting on it (a die wedged between two
         # stacks rests on both with two sides); one object under the die is its bottom side
         n_sides = len(support) + len(lean)

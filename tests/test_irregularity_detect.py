@@ -390,3 +390,57 @@ def test_a_strike_rings_again_while_the_other_die_stops_short_of_the_wall():
     touched = b[:3] + [(0.27, L - 22.0, 300.0)] + b[4:]
     v, _ = judge(dice, tolerances=Tolerances(far_wall_reach_mm=23.5), **{**kw, "track": [a, touched]})
     assert (v.kind, v.dice) == ("roll", (3, 4))
+
+
+def test_a_die_the_reader_missed_found_again_in_the_chip_bank_is_in_the_bank():
+    """The playing area holds the chip bank: a die the track saw settle there and the re-read
+    found was put in play, and published as a valid roll (simulated table, a die dropped at
+    the bank's edge: roll [2, 6]). It is placed like any die read: in the bank, (k)(2)(iii).
+    Not found again either: its zone is the bank's, not in play."""
+    x0, y0, x1, y1 = GEOM.bank_rect
+    bx, by = (x0 + x1) / 2, (y0 + y1) / 2
+    track = [_settling(600, 200), _settling(bx, by)]
+    seen = [die(600, 200, 2)]
+    assert verdict(seen, track=track, reread=lambda c, s: die(bx, by, 6)) == ("no-roll", "die-in-chip-bank", None)
+    assert verdict(seen, track=track, reread=lambda c, s: die(bx, by, 6), profile="nj-13-47") == \
+        ("boxperson", "die-in-chip-bank", None)
+    assert verdict(seen, track=track, reread=lambda c, s: None) == ("no-roll", "die-in-chip-bank", None)
+
+
+def test_a_cocked_die_leaning_on_the_bank_is_in_the_bank_for_every_profile():
+    """A die on the felt leaning on the chip bank's tray: it rests on the bank, (k)(2)(iii).
+    House practice reads a cocked die as seen, but it read this one too (34 of 34 such
+    simulated throws published as rolls)."""
+    x0, y0, x1, y1 = GEOM.bank_rect
+    readings = [die(600, 300, 2), die((x0 + x1) / 2, y1 + 0.9 * 19.05, 5, flat=False)]
+    assert verdict(readings) == ("no-roll", "die-in-chip-bank", None)
+    assert verdict(readings, "house-practice") == ("no-roll", "die-in-chip-bank", None)
+    assert verdict(readings, "nj-13-47") == ("boxperson", "die-in-chip-bank", None)
+
+
+def test_a_cocked_die_leaning_on_the_other_die_beside_a_low_stack():
+    """A die leaning on the other die, a 2-chip stack within reach of its edge: the stack is not
+    its support (the face opposite the stack's side was read as the value: wrong rolls on the
+    simulated table); it leans on the other die, so its uppermost face is in dispute."""
+    objects = (TableObject(627.0, 331.5, 19.5, 6.6),)                # 31.5 mm from the die: its edge
+    readings = [die(600, 300, 3), die(600 + 19.05 + 8.0, 300, 1, flat=False)]
+    v, obs = judge(readings, calibration=CAL, profile=load_profile("ny-5324"), objects=objects)
+    assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE)
+    assert any("leans on the other die" in n for n in obs.notes)
+    # no other die near: the low stack is its support, the face opposite counts as before
+    readings = [die(300, 150, 3), die(600 + 19.05 + 8.0, 300, 1, flat=False)]
+    v, _ = judge(readings, calibration=CAL, profile=load_profile("ny-5324"), objects=objects)
+    assert (v.kind, v.dice) == ("roll", (3, 1))
+
+
+def test_a_cocked_die_leaning_on_the_rail_or_the_cup_is_not_on_open_felt():
+    """A die tilted 45 degrees against the rail's wall or the dice cup: its upper face's centre
+    is ~0.3 side further out than a flat die's, beyond ``wall_contact``; it still leans on them
+    (``lean_contact``), so even with ``open_felt_is_flat`` it is not read flat."""
+    open_felt = Tolerances(open_felt_is_flat=True)
+    cx, cy = GEOM.cup_centre
+    for leaning in (die(400, GEOM.width - 19.0, 4, flat=False),                      # stick rail
+                    die(cx, cy - GEOM.cup_radius - 19.0, 4, flat=False)):            # the cup
+        v, obs = judge([die(800, 300, 2), leaning], calibration=CAL, profile=load_profile("ny-5324"),
+                       tolerances=open_felt)
+        assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE), obs.notes
