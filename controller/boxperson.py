@@ -356,6 +356,22 @@ def _error(msg: str) -> dict:
     return {"ok": False, "error": msg}
 
 
+def _table_request_error(cmd: str, req: dict, keys: set[str],
+                         table_command: Callable[..., None] | None) -> dict | None:
+    """The error reply of a command meant for the table service (``decide-only``,
+    ``no-roll``): a key other than ``cmd``, ``who`` and ``keys``, no name, or no table
+    service behind the socket; ``None`` when it may be queued."""
+    unknown = sorted(set(req) - {"cmd", "who", *keys})
+    if unknown:
+        return _error(f"{cmd}: unknown key(s) {unknown}")
+    who = req.get("who")
+    if not isinstance(who, str) or not who.strip():
+        return _error(f"{cmd}: who (the caller's name) is required")
+    if table_command is None:
+        return _error(f"{cmd}: this command socket is not connected to a table service")
+    return None
+
+
 def handle_request(registry: CallRegistry, raw: bytes,
                    table_command: Callable[..., None] | None = None, console: str | None = None) -> dict:
     """Answer one command (see the module docstring); never raises for bad input.
@@ -396,33 +412,24 @@ def handle_request(registry: CallRegistry, raw: bytes,
             return _error(str(exc))
         return {"ok": True, "decision": d.to_json()}
     if cmd == "decide-only":
-        unknown = sorted(set(req) - {"cmd", "on", "who"})
-        if unknown:
-            return _error(f"decide-only: unknown key(s) {unknown}")
-        on, who = req.get("on"), req.get("who")
-        if not isinstance(on, bool):
-            return _error(f"decide-only: on must be true or false, got {on!r}")
-        if not isinstance(who, str) or not who.strip():
-            return _error("decide-only: who (the boxperson's name) is required")
-        if table_command is None:
-            return _error("decide-only: this command socket is not connected to a table service")
-        table_command("decide-only", on=on, who=who.strip(), console=console)
+        bad = _table_request_error(cmd, req, {"on"}, table_command)
+        on = req.get("on")
+        if bad is None and not isinstance(on, bool):
+            bad = _error(f"decide-only: on must be true or false, got {on!r}")
+        if bad is not None:
+            return bad
+        table_command("decide-only", on=on, who=req["who"].strip(), console=console)
         return {"ok": True, "queued": "decide-only", "on": on}
     if cmd == "no-roll":
         from controller.reasons import STAFF_CALL_REASONS
 
-        unknown = sorted(set(req) - {"cmd", "reason", "who"})
-        if unknown:
-            return _error(f"no-roll: unknown key(s) {unknown}")
-        reason, who = req.get("reason"), req.get("who")
-        codes = [r.value for r in STAFF_CALL_REASONS]
-        if reason not in codes:
-            return _error(f"no-roll: reason must be one of {', '.join(codes)}, got {reason!r}")
-        if not isinstance(who, str) or not who.strip():
-            return _error("no-roll: who (the caller's name) is required")
-        if table_command is None:
-            return _error("no-roll: this command socket is not connected to a table service")
-        table_command("no-roll", reason=reason, who=who.strip(), console=console)
+        bad = _table_request_error(cmd, req, {"reason"}, table_command)
+        reason, codes = req.get("reason"), [r.value for r in STAFF_CALL_REASONS]
+        if bad is None and reason not in codes:
+            bad = _error(f"no-roll: reason must be one of {', '.join(codes)}, got {reason!r}")
+        if bad is not None:
+            return bad
+        table_command("no-roll", reason=reason, who=req["who"].strip(), console=console)
         return {"ok": True, "queued": "no-roll", "reason": reason}
     return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence, decide-only, no-roll")
 

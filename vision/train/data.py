@@ -117,7 +117,7 @@ def sim(root: Path, split: str) -> list[Sample]:
         for dd in t["dice"]:
             x0, y0, x1, y1 = dd["bbox_px"]
             dice.append(Die(dd["centre_px"][0], dd["centre_px"][1], ((x1 - x0) + (y1 - y0)) / 2,
-                            int(dd["value"]), bool(dd["flat"]), 1.0))
+                            None if dd["value"] is None else int(dd["value"]), bool(dd["flat"]), 1.0))
         out.append(Sample(str(js.with_suffix(".png")), dice, "sim", side_px=float(t["side_px"])))
     return out
 

@@ -202,7 +202,8 @@ class OnlineCrops:
                 "wflat": np.array(ws, np.float32), "geom": np.array(gs, np.float32), "wgeom": np.array(gw, np.float32)}
 
 
-def train(sim_root: Path, cache: Path, minutes: float, crop: int, lr: float, resume: bool, seed: int) -> None:
+def train(sim_root: Path | list[Path], cache: Path, minutes: float, crop: int, lr: float, resume: bool,
+          seed: int) -> None:
     import torch
     import torch.nn.functional as F
 
@@ -210,7 +211,8 @@ def train(sim_root: Path, cache: Path, minutes: float, crop: int, lr: float, res
 
     cache.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    fit = D.topdown("fit") + D.oblique("fit") + D.sim(sim_root, "fit") + D.synthetic(150, seed + 1)
+    roots = sim_root if isinstance(sim_root, list) else [sim_root]
+    fit = D.topdown("fit") + D.oblique("fit") + [s for r in roots for s in D.sim(r, "fit")] + D.synthetic(150, seed + 1)
     gen = OnlineCrops(fit, crop, seed)
     net = FaceNet2()
     if resume:
@@ -268,8 +270,12 @@ def export(cache: Path, out: Path, crop: int) -> None:
 
 
 def main() -> None:
+    global JPEG_SHARE, GREY_SHARE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sim", type=Path, default=Path("/tmp/vml/sim"))
+    ap.add_argument("--sim", type=Path, nargs="+", default=[Path("/tmp/vml/sim")],
+                    help="folders of simulator renders (vision.train.sim_data)")
+    ap.add_argument("--jpeg-share", type=float, default=JPEG_SHARE, help="share of JPEG-compressed crops")
+    ap.add_argument("--grey-share", type=float, default=GREY_SHARE, help="share of grey crops")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/vml/online"))
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--crop", type=int, default=48)
@@ -284,6 +290,7 @@ def main() -> None:
 
     torch.set_num_threads(a.threads)
     cv2.setNumThreads(1)
+    JPEG_SHARE, GREY_SHARE = a.jpeg_share, a.grey_share
     if a.export:
         export(a.cache, a.out, a.crop)
     else:

@@ -18,8 +18,13 @@ import cv2
 import numpy as np
 
 
-def render_throws(out: Path, throws: int, first_seed: int = 10000) -> int:
-    """Write ``throws`` rendered throws to ``out``; returns the number of dice written."""
+def render_throws(out: Path, throws: int, first_seed: int = 10000, scenarios: list[str] | None = None) -> int:
+    """Write ``throws`` rendered throws to ``out``; returns the number of dice written.
+
+    ``scenarios``: render only these (cycled), e.g. the dice leaning on a wall, the cup or the
+    other die of ``simulator.scenarios.EXTRA_SCENARIOS``; a die not lying flat in them gets no
+    face label (``"value": null``: which face is up is not defined for a die tilted ~45
+    degrees), only its ``flat`` label."""
     from simulator.geometry import CameraConfig
     from simulator.physics import TableSim
     from simulator.render import DicePose, Renderer
@@ -33,7 +38,10 @@ def render_throws(out: Path, throws: int, first_seed: int = 10000) -> int:
     for k in range(throws):
         seed = first_seed + k
         # mostly natural throws, a share of every forced scenario (cocked dice, chips, rails)
-        scen = "natural" if rng.random() < 0.6 else str(rng.choice([s for s in SCENARIOS if s != "still-moving"]))
+        if scenarios:
+            scen = scenarios[k % len(scenarios)]
+        else:
+            scen = "natural" if rng.random() < 0.6 else str(rng.choice([s for s in SCENARIOS if s != "still-moving"]))
         plan = plan_throw(scen, seed)
         cam = CameraConfig(
             die_colour=str(rng.choice(["red", "white"])),
@@ -58,7 +66,8 @@ def render_throws(out: Path, throws: int, first_seed: int = 10000) -> int:
             if s.rests_on == "off-table":
                 continue
             u, v = r.die_centre_px(p)
-            dice.append({"value": int(s.value), "centre_px": [float(u), float(v)],
+            value = None if scenarios and not s.flat else int(s.value)
+            dice.append({"value": value, "centre_px": [float(u), float(v)],
                          "bbox_px": [float(x) for x in r.die_bbox_px(p)], "flat": bool(s.flat),
                          "rests_on": s.rests_on})
         side = r.g.die_size / r.cam.mm_per_px
@@ -73,8 +82,10 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--throws", type=int, default=300)
     ap.add_argument("--first-seed", type=int, default=10000)
+    ap.add_argument("--scenarios", nargs="*", help="render only these scenarios (cycled); a cocked die's face "
+                                                   "is then not labelled")
     a = ap.parse_args()
-    print(render_throws(a.out, a.throws, a.first_seed), "dice")
+    print(render_throws(a.out, a.throws, a.first_seed, a.scenarios), "dice")
 
 
 if __name__ == "__main__":
