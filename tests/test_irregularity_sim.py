@@ -70,6 +70,25 @@ def test_off_table_is_void_in_every_profile(bench):
         assert row["got"][0] == "no-roll" and row["expected"][0] == "no-roll", (name, row)
 
 
+@pytest.mark.parametrize("scenario, seed, profile, want", [
+    # a die in the chip bank, the track's end re-read: no roll (k)(2)(iii); the far wall is
+    # counted as struck (the forced die was dropped, not thrown)
+    ("both-in-bank", 0, "ny-5324", ("no-roll", Reason.DIE_IN_CHIP_BANK)),
+    # leaning on the bank's tray: on the bank for house practice too (it read it as seen)
+    ("cocked-on-bank-side", 0, "house-practice", ("no-roll", Reason.DIE_IN_CHIP_BANK)),
+    # leaning on the rail's wall: the counted face cannot be seen, the boxperson decides
+    ("cocked-on-rail-wall", 0, "ny-5324", ("boxperson", Reason.FACE_UNREADABLE)),
+    ("flat-on-one-chip", 0, "ny-5324", ("roll", None)),
+])
+def test_extra_scenarios_judged_where_the_dice_rest(scenario, seed, profile, want):
+    """EXTRA_SCENARIOS with the far wall counted as struck (``--far-wall-struck``): the
+    resting-place detectors decide, and the bench counts a boxperson call right where the
+    face that counts cannot be seen."""
+    b = B.Bench(load_profile(profile), "truth", far_wall_struck=True)
+    row = b.decide(b.observe(scenario, seed))
+    assert row["got"][:2] == want and row["right"], row
+
+
 def _camera_tracks(seed: int, *, max_frames: int | None = None, t_max: float | None = None,
                    scenario: str = "natural"):
     """Simulate throw ``seed`` of ``scenario`` and track its rendered motion frames (the first
