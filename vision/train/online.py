@@ -203,7 +203,15 @@ class OnlineCrops:
 
 
 def train(sim_root: Path | list[Path], cache: Path, minutes: float, crop: int, lr: float, resume: bool,
-          seed: int) -> None:
+          seed: int, teacher: Path | None = None) -> None:
+    """Train (or resume) the face classifier for ``minutes`` on fresh crops.
+
+    ``teacher``: weights of a classifier (``face2.pt``) whose outputs the faces, "not a die"
+    and the geometry are held to (knowledge distillation: KL divergence to its class
+    probabilities, smooth L1 to its geometry outputs, on the same crops) while the flat output
+    alone learns from the labels: it teaches P(flat) new cases (dice leaning on a wall) without
+    moving what the classifier reads (a resumed run without it moved the faces: one more die
+    unread and one wrong number on the held-out photos)."""
     import torch
     import torch.nn.functional as F
 
@@ -217,6 +225,11 @@ def train(sim_root: Path | list[Path], cache: Path, minutes: float, crop: int, l
     net = FaceNet2()
     if resume:
         net.load_state_dict(torch.load(cache / "face2.pt"))
+    tnet = None
+    if teacher is not None:
+        tnet = FaceNet2()
+        tnet.load_state_dict(torch.load(teacher))
+        tnet.eval()
     opt = torch.optim.AdamW(net.parameters(), lr, weight_decay=3e-4)
     bs = 96
     t_start = time.time()
@@ -232,13 +245,21 @@ def train(sim_root: Path | list[Path], cache: Path, minutes: float, crop: int, l
         xb = torch.from_numpy(L.standardise(b["x"]))
         o = net.logits(xb)
         yb = torch.from_numpy(b["y"])
-        l_c = F.cross_entropy(o[:, :7], yb, ignore_index=-1, label_smoothing=0.02)
         fb, wb = torch.from_numpy(b["flat"]), torch.from_numpy(b["wflat"])
         l_f = (F.binary_cross_entropy_with_logits(o[:, 7], fb, reduction="none") * wb).sum() / wb.sum().clamp(min=1)
-        g, wg = torch.from_numpy(b["geom"]), torch.from_numpy(b["wgeom"])
-        l_g = F.smooth_l1_loss(o[:, 8:11], g, reduction="none", beta=0.05)
-        l_g = ((l_g[:, :2].sum(1) * wg[:, 0]).sum() + (l_g[:, 2] * wg[:, 1]).sum()) / wg[:, 0].sum().clamp(min=1)
-        loss = l_c + 0.5 * l_f + 2.0 * l_g
+        if tnet is not None:
+            with torch.no_grad():
+                t = tnet.logits(xb)
+            l_c = F.kl_div(F.log_softmax(o[:, :7], 1), F.log_softmax(t[:, :7], 1), log_target=True,
+                           reduction="batchmean")
+            l_g = F.smooth_l1_loss(o[:, 8:11], t[:, 8:11], beta=0.05) * 3
+            loss = 4.0 * l_c + 1.0 * l_f + 2.0 * l_g
+        else:
+            l_c = F.cross_entropy(o[:, :7], yb, ignore_index=-1, label_smoothing=0.02)
+            g, wg = torch.from_numpy(b["geom"]), torch.from_numpy(b["wgeom"])
+            l_g = F.smooth_l1_loss(o[:, 8:11], g, reduction="none", beta=0.05)
+            l_g = ((l_g[:, :2].sum(1) * wg[:, 0]).sum() + (l_g[:, 2] * wg[:, 1]).sum()) / wg[:, 0].sum().clamp(min=1)
+            loss = l_c + 0.5 * l_f + 2.0 * l_g
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -284,6 +305,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--export", action="store_true")
+    ap.add_argument("--teacher", type=Path, help="face2.pt whose faces and geometry the run is held to "
+                                                  "(only the flat output learns from labels)")
     ap.add_argument("--out", type=Path, default=L.FACES_ONNX)
     a = ap.parse_args()
     import torch
@@ -294,7 +317,7 @@ def main() -> None:
     if a.export:
         export(a.cache, a.out, a.crop)
     else:
-        train(a.sim, a.cache, a.minutes, a.crop, a.lr, a.resume, a.seed)
+        train(a.sim, a.cache, a.minutes, a.crop, a.lr, a.resume, a.seed, a.teacher)
 
 
 if __name__ == "__main__":
