@@ -108,14 +108,19 @@ def test_every_value_every_style(style: str, value: int, method: str) -> None:
 #: blurred, the classifier reads it at p(2) = 0.43 there, under the weak-peak threshold, and the
 #: die is missed (no value given). On the held-out photos the sharp crop gave 5 fewer wrong
 #: numbers (photos scaled 2.5x) and no new miss: docs/vision.md.
-LEARNED_KNOWN_MISSES: set[tuple[int, int]] = {(70, 10)}
+#: A drawn 2 at 22 px turned 30 + 14 degrees: missed (no reading) since the classifier of the
+#: seventh session (round 9, its flat output taught dice leaning on walls while its faces were
+#: held to round 5's): on the held-out photos it reads as round 5 (0 wrong), on 400 rendered
+#: dice 399 right, and on simulated throws 9 fewer wrong rolls of dice leaning on walls
+#: (docs/vision.md, vision/models/MODEL_CARD.md).
+LEARNED_KNOWN_MISSES: set[tuple[int, int]] = {(70, 10), (22, 30)}
 
 
 @pytest.mark.parametrize("angle", [0, 10, 30, 45, 60, 80])
 @pytest.mark.parametrize("side", [22, 36, 70])
 def test_rotations_and_scales(angle: float, side: float, method: str, request) -> None:
     if method == "learned" and (side, angle) in LEARNED_KNOWN_MISSES:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="a weak detector peak off a drawn 2: missed"))
+        request.applymarker(pytest.mark.xfail(strict=True, reason="a drawn 2 missed (no number given)"))
     img = table(640, 480, bgr=(60, 120, 40), seed=int(angle + side))
     values = [5, 2, 6, 3]
     spots = [(160, 140), (460, 140), (160, 340), (460, 340)]
