@@ -181,26 +181,40 @@ def _wall_lean(g: TableGeometry, rng: np.random.Generator, contact_xy, e_dir: fl
     return DieStart(pos_mm=tuple(float(v) for v in centre), quat=_q(q))  # type: ignore[arg-type]
 
 
+def _lanes(g: TableGeometry) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The two lanes (y ranges, mm) the other die is thrown along in a forced scenario: the
+    boxperson's side and the stickperson's, so that it does not meet the forced die."""
+    return (35.0, g.width * 0.3), (g.width * 0.7, g.width - 35.0)
+
+
+def _rail_drop(g: TableGeometry, rng: np.random.Generator, side: int) -> DieStart:
+    """A die dropped nearly flat onto a rail top: ``side`` 0 the boxperson's rail (y < 0), 1 the
+    stickperson's (y > width), 2 the shooter's end (x < 0); centre within 8 mm of the rail's
+    middle line, 3-25 mm above it (table mm)."""
+    L, W, a = g.length, g.width, g.die_size
+    R, H = g.rail_width, g.wall_height
+    if side == 0:
+        pos = (rng.uniform(80, L - 80), -R / 2 + rng.uniform(-8, 8))
+    elif side == 1:
+        pos = (rng.uniform(80, L - 80), W + R / 2 + rng.uniform(-8, 8))
+    else:
+        pos = (-R / 2 + rng.uniform(-8, 8), rng.uniform(80, W - 80))
+    return DieStart(pos_mm=(pos[0], pos[1], H + a / 2 + rng.uniform(3, 25)), quat=_flat_quat(rng, 8.0),
+                    vel_mm_s=(rng.uniform(-80, 80), rng.uniform(-30, 30), -rng.uniform(0, 150)))
+
+
 def _plan_new(scenario: str, g: TableGeometry, rng: np.random.Generator, forced: int):
     """Starts (and the table) of :data:`EXTRA_SCENARIOS`: ``(geometry, [start, start])``."""
     L, W, a = g.length, g.width, g.die_size
-    R, H = g.rail_width, g.wall_height
+    H = g.wall_height
     other = 1 - forced
     starts: list = [None, None]
-    low_lane = (35.0, W * 0.3)
-    high_lane = (W * 0.7, W - 35.0)
+    low_lane, high_lane = _lanes(g)
     bx0, by0, bx1, by1 = g.bank_rect
     cx, cy = g.cup_centre
 
-    def rail_drop(side: int, inset=(-8.0, 8.0)) -> DieStart:
-        if side == 0:
-            pos = (rng.uniform(80, L - 80), -R / 2 + rng.uniform(*inset))
-        elif side == 1:
-            pos = (rng.uniform(80, L - 80), W + R / 2 + rng.uniform(*inset))
-        else:
-            pos = (-R / 2 + rng.uniform(*inset), rng.uniform(80, W - 80))
-        return DieStart(pos_mm=(pos[0], pos[1], H + a / 2 + rng.uniform(3, 25)), quat=_flat_quat(rng, 8.0),
-                        vel_mm_s=(rng.uniform(-80, 80), rng.uniform(-30, 30), -rng.uniform(0, 150)))
+    def rail_drop(side: int) -> DieStart:
+        return _rail_drop(g, rng, side)
 
     if scenario == "cocked-on-rail-wall":
         side = int(rng.integers(0, 3))   # 0: stick rail (y = W), 1: shooter's end (x = 0), 2: box rail away from bank
@@ -348,8 +362,7 @@ def plan_throw(scenario: str, seed: int, geometry: TableGeometry | None = None,
     starts: list[DieStart | None] = [None, None]
     if scenario in EXTRA_SCENARIOS:
         g, starts = _plan_new(scenario, g, rng, forced)
-    low_lane = (35.0, W * 0.3)
-    high_lane = (W * 0.7, W - 35.0)
+    low_lane, high_lane = _lanes(g)
     if scenario == "off-table":
         # lobbed high over the far wall: lands on the floor behind the table
         s = natural_starts(g, rng, speed=(3000.0, 3600.0))[0]
@@ -407,17 +420,8 @@ def plan_throw(scenario: str, seed: int, geometry: TableGeometry | None = None,
             spin_rad_s=tuple(float(v) for v in rng.uniform(-5, 5, 3)))  # type: ignore[arg-type]
         starts[other] = _lane_throw(g, rng, *low_lane)
     elif scenario == "on-rail":
-        R, H = g.rail_width, g.wall_height
         side = int(rng.integers(0, 3))   # 0: boxperson rail, 1: stickperson rail, 2: shooter's end
-        if side == 0:
-            pos = (rng.uniform(80, L - 80), -R / 2 + rng.uniform(-8, 8))
-        elif side == 1:
-            pos = (rng.uniform(80, L - 80), W + R / 2 + rng.uniform(-8, 8))
-        else:
-            pos = (-R / 2 + rng.uniform(-8, 8), rng.uniform(80, W - 80))
-        starts[forced] = DieStart(pos_mm=(pos[0], pos[1], H + a / 2 + rng.uniform(3, 25)),
-                                  quat=_flat_quat(rng, 8.0),
-                                  vel_mm_s=(rng.uniform(-80, 80), rng.uniform(-30, 30), -rng.uniform(0, 150)))
+        starts[forced] = _rail_drop(g, rng, side)
         starts[other] = _lane_throw(g, rng, *(high_lane if side == 0 else low_lane))
     plan.geometry = g
     plan.starts = [s for s in starts if s is not None]
