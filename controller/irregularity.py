@@ -65,6 +65,14 @@ from vision.types import DieReading
 #: Die side in millimetres when the calibration does not say: 0.75 in, N.J.A.C. 13:47-20.25(b)2i.
 DIE_SIZE_MM = 19.05
 
+#: A die seen smaller than this share of a die on the felt there lies below the felt (fell off
+#: the table): it is not put on a rail (:func:`observe_throw`).
+BELOW_FELT_RATIO = 0.9
+
+#: What a cocked die may lean on sideways that stands above the felt like a wall
+#: (:class:`Tolerances` ``sure_flat``).
+WALLS = frozenset({"rail", "chip bank", "dice cup"})
+
 #: Calibration zone name -> verdict zone name (controller/verdict.py).
 ZONE_MAP = {
     "playing": ZONE_PLAYING,
@@ -145,6 +153,13 @@ class Tolerances:
             band. Geometry: a die touching the wall's rubber with a corner has its centre
             ``rubber depth + die side / sqrt(2)`` from the wall (10 + 13.5 mm on the simulated
             table); no die beyond that touched it. ``None``: anywhere in the band counts.
+        sure_flat: a die the reader calls flat with P(flat) (``DieReading.extra["p_flat"]``)
+            below this, within ``lean_contact`` of a wall it could lean on (:data:`WALLS`: the
+            rail, the chip bank, the dice cup), may be a cocked die leaning on it: which face is
+            uppermost is in dispute, the boxperson decides ((h)(1)(ii)). The reader calls a die
+            leaning 45 degrees on a wall flat with P(flat) 0.5-0.95, and flat dice beside a wall
+            0.6-1.0 (simulated table: 0.75 the lowest in 300 natural throws): only the barely-flat
+            are sent to the boxperson. 0: off.
     """
 
     on_die_ratio: float = 0.8
@@ -159,6 +174,7 @@ class Tolerances:
     strike_track_error: float = 0.0
     open_felt_is_flat: bool = False
     far_wall_reach_mm: float | None = None
+    sure_flat: float = 0.6
 
 
 @dataclass(frozen=True)
@@ -356,6 +372,18 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                 if geo.zone(p_h) == "rail":
                     p, zone = p_h, "rail"
                     notes.append(f"die at ({p[0]:.0f}, {p[1]:.0f}) mm is {h:.0f} mm up: on the rail, (k)(2)(iv)")
+            exp = geo.expected_side_px((float(p_obs[0]), float(p_obs[1])))
+            lower = bool(exp) and 0 < r.side_px < BELOW_FELT_RATIO * exp
+            if zone == "off-table" and not lower:
+                # Seen beyond the rails at felt height, and not lower than the felt: a die on a
+                # rail top is seen further out than it lies (parallax), and its apparent size
+                # is too coarse a height gauge (the side faces show at the table's ends). Put
+                # at the rail's own height, it lies on the rail.
+                p_r = geo.at_height(p_obs, geo.wall_height + geo.size)
+                if geo.zone(p_r) == "rail":
+                    p, zone = p_r, "rail"
+                    notes.append(f"die at ({p[0]:.0f}, {p[1]:.0f}) mm lies on the rail at the rail's height "
+                                 f"{geo.wall_height:.0f} mm, (k)(2)(iv)")
         if zone != ZONE_PLAYING:
             notes.append(f"die {r.value} at ({p[0]:.0f}, {p[1]:.0f}) mm rests in zone {zone}")
         return p, zone
@@ -458,15 +486,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     playing = geo.zones.get("playing") if geo is not None else None
     bank = geo.zones.get("chip_bank") if geo is not None else None
     cup = geo.zones.get("dice_cup") if geo is not None else None
-    for i in in_play:
-        r = dice[i]
-        if r.flat or on_die[i]:
-            continue
+
+    def contacts(i: int) -> tuple[list[str], list[str], list[str]]:
+        """What die ``i`` may rest on: (support: under it, its bottom side rests on it; edge: a
+        low stack beside it, its bottom edge may rest on the top; lean: what it leans on
+        sideways), each a list of descriptions."""
         s = side_of(i)
         p = where(i)
-        support: list[str] = []   # under the die: its bottom side rests on it
-        edge: list[str] = []      # a low stack beside it: its bottom edge may rest on its top
-        lean: list[str] = []      # what it leans on sideways
+        support: list[str] = []
+        edge: list[str] = []
+        lean: list[str] = []
         if positions[i] is not None:
             for o in objects:
                 d = math.hypot(p[0] - o.x_mm, p[1] - o.y_mm)
@@ -486,6 +515,25 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                 if j != i and positions[j] is not None and \
                         math.hypot(p[0] - positions[j][0], p[1] - positions[j][1]) < (0.5 + tol.lean_contact) * s:
                     lean.append("the other die")
+        return support, edge, lean
+
+    for i in in_play:
+        r = dice[i]
+        if on_die[i]:
+            continue
+        if r.flat:
+            p_flat = r.extra.get("p_flat")
+            if cocked_as_read or p_flat is None or p_flat >= tol.sure_flat or r.value is None:
+                continue
+            lean = [w for w in contacts(i)[2] if w in WALLS]
+            if lean:
+                # a die leaning about 45 degrees on a wall can look square-on to the reader
+                notes.append(f"die {r.value} read flat but unsure (P(flat) {p_flat:.2f}) beside {lean[0]}: it may "
+                             "lean on it; which face is uppermost is in dispute, (h)(1)(ii)")
+                values[i] = replace(r, value=None, confidence=0.0,
+                                    extra={**r.extra, "seen_value": r.value, "flat_in_doubt": True})
+            continue
+        support, edge, lean = contacts(i)
         # A low stack beside the die is its support only when the die leans on nothing else:
         # a die leaning on the other die or a wall beside a low stack rests on that, and
         # reading the face opposite the stack's side published wrong rolls (simulated table).

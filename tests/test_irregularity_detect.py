@@ -83,6 +83,48 @@ def test_die_on_rail_found_from_its_height():
     assert verdict([die(600, 200, 3), r]) == ("no-roll", "die-on-rail", None)
 
 
+def test_die_on_rail_seen_at_felt_size_is_on_the_rail():
+    """The same die on the near rail, its apparent size no larger than a die on the felt (the
+    reader's box is a coarse height gauge): seen beyond the rails at felt height, at the rail's
+    own height it lies on the rail. Under N.J.A.C. 13:47 the boxperson rules on a die on the
+    rail; a die outside every zone would be a no roll."""
+    n = np.array([550.0, 280.0])
+    true = np.array([400.0, -25.0])
+    p = n + (true - n) * 1800.0 / (1800.0 - (GEOM.wall_height + 19.05))
+    r = DieReading(value=4, bbox=(0, 0, 1, 1), centre=(float(p[0] + OFF[0]), float(p[1] + OFF[1])),
+                   confidence=0.95, flat=True, side_px=float(SIDE))
+    assert verdict([die(600, 200, 3), r]) == ("no-roll", "die-on-rail", None)
+    assert verdict([die(600, 200, 3), r], "nj-13-47") == ("boxperson", "die-on-rail", None)
+    # seen clearly smaller than a die on the felt, it lies below the felt: off the table
+    small = DieReading(value=4, bbox=(0, 0, 1, 1), centre=r.centre, confidence=0.95, flat=True,
+                       side_px=float(SIDE * 0.8))
+    assert verdict([die(600, 200, 3), small], "nj-13-47") == ("no-roll", "die-outside-area", None)
+
+
+def test_barely_flat_die_beside_a_wall_goes_to_the_boxperson():
+    """A die the reader calls flat with P(flat) 0.55, against the rail's wall: it may be leaning
+    on the wall, so which face is uppermost is in dispute, 9 NYCRR 5324.52(h)(1)(ii). The same
+    die read sure of being flat, or as unsure in open felt or beside the other die (not a wall),
+    is a roll."""
+    from dataclasses import replace
+
+    def p_flat(r, p):
+        return replace(r, extra={**r.extra, "p_flat": p})
+
+    at_wall = die(12, 300, 4)
+    assert verdict([die(700, 300, 3), p_flat(at_wall, 0.55)]) == ("boxperson", "face-unreadable", None)
+    assert verdict([die(700, 300, 3), p_flat(at_wall, 0.55)], "nj-13-47") == ("boxperson", "face-unreadable", None)
+    assert verdict([die(700, 300, 3), p_flat(at_wall, 0.9)]) == ("roll", None, (4, 3))
+    assert verdict([die(700, 300, 3), p_flat(die(600, 200, 4), 0.55)]) == ("roll", None, (4, 3))
+    assert verdict([die(700, 300, 3), p_flat(die(700 + 21, 300, 4), 0.55)]) == ("roll", None, (3, 4))
+    # house practice reads a cocked die as seen
+    assert verdict([die(700, 300, 3), p_flat(at_wall, 0.55)], "house-practice") == ("roll", None, (4, 3))
+    v, obs = judge([die(700, 300, 3), p_flat(at_wall, 0.55)], calibration=CAL, profile=load_profile("ny-5324"),
+                   objects=CHIPS)
+    assert obs.observations[1].reading.extra["seen_value"] == 4
+    assert any("P(flat) 0.55) beside rail" in n for n in obs.notes)
+
+
 def test_two_dice_touching_are_not_stacked():
     assert verdict([die(600, 200, 3), die(600 + 19.5, 200, 6)]) == ("roll", None, (3, 6))
 

@@ -454,7 +454,8 @@ def _reading(x: float, y: float, size: float, score: float, p: np.ndarray, value
     reason = "" if value is not None else ("not a die" if cls == NOT_A_FACE else "unsure")
     return DieReading(value=value, bbox=bbox, centre=(float(x), float(y)), confidence=float(conf),
                       flat=bool(p[7] >= 0.5), side_px=float(size / 1.2), angle_deg=0.0,
-                      extra={"p": [round(float(v), 4) for v in p[:7]], "centre_score": round(score, 4),
+                      extra={"p": [round(float(v), 4) for v in p[:7]], "p_flat": round(float(p[7]), 4),
+                             "centre_score": round(score, 4),
                              "reason": reason})
 
 
