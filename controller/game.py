@@ -165,8 +165,11 @@ def new_shooter(state: GameState) -> GameState:
     The point and the puck are unchanged; the new shooter's roll count starts at 0
     (9 NYCRR 5324.52(i)(1), (i)(3); N.J.A.C. 13:69F-1.11(a), (c)). Pending fire bets carry to the
     successor shooter (5324.52(j)(1)(ii)), so ``points_made`` is kept until a seven-out.
+    Rolls made only to decide come and don't come wagers end: they are the previous shooter's,
+    and a player who accepts the dice makes a pass or don't pass bet and "the game shall
+    proceed" (5324.52(g), (i)(2); N.J.A.C. 13:69F-1.11(b)).
     """
-    return replace(state, shooter=state.shooter + 1, shooter_roll=0)
+    return replace(state, shooter=state.shooter + 1, shooter_roll=0, decide_only=False)
 
 
 def set_decide_only(state: GameState, on: bool) -> GameState:
@@ -176,9 +179,14 @@ def set_decide_only(state: GameState, on: bool) -> GameState:
     or don't pass bet, and ends them when the wagers are decided or a player makes one.
 
     Raises:
-        ValueError: started while a point is established.
+        ValueError: started while a point is established, or after a seven-out: they follow
+            "making the come out point" (a point made), and after a loser 7 the shooter passes
+            the dice ((i)(1)(i)) and no come or don't come wager on a number remains.
     """
     if on and state.point is not None:
         raise ValueError(f"rolls only to decide come/don't come wagers start after a decision, "
                          f"not while the point is {state.point} (9 NYCRR 5324.52(i)(2))")
+    if on and state.last_outcome == "seven-out":
+        raise ValueError("rolls only to decide come/don't come wagers follow a point made, not a seven-out: "
+                         "the shooter passes the dice (9 NYCRR 5324.52(i)(1)(i), (i)(2))")
     return replace(state, decide_only=bool(on))

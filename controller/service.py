@@ -217,6 +217,8 @@ class TableService:
         #: callables run by :meth:`close` (e.g. the boxperson command server)
         self.closers: list[Callable[[], None]] = []
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        #: shooter and decide-only events held while a throw is undecided (:meth:`_drain_inbox`)
+        self._deferred: deque = deque()
         self._crop = None
         if read_crop and area is not None:
             pts = np.asarray(area, dtype=np.float64).reshape(-1, 2)
@@ -398,7 +400,9 @@ class TableService:
 
     def post(self, event: str, **details) -> None:
         """Hand the service an event from another thread (the firmware bridge's dispatch
-        thread, the boxperson command socket); it is applied before the next frame. Events:
+        thread, the boxperson command socket); it is applied before the next frame, except a
+        shooter change or ``"decide-only"``, held until the throw in progress is decided
+        (:meth:`_drain_inbox`). Events:
         ``"shooter-button"`` (the shooter passes the dice: :meth:`relinquish`), ``"decide-only"``
         with ``on`` and ``who`` (:meth:`decide_only`; refused with a ``command-refused`` alarm
         while a point is on), ``"no-roll"`` with ``reason``, ``who`` and ``console``
@@ -407,37 +411,59 @@ class TableService:
         fault and an alarm while it is down)."""
         self._inbox.put((event, details))
 
+    def _throw_undecided(self) -> bool:
+        """A throw is in motion, or its boxperson call is still open: the roll is the current
+        shooter's until it is decided."""
+        if self.lifecycle.phase == IN_MOTION:
+            return True
+        last = self.store.verdicts(1)
+        return bool(last) and last[-1].get("verdict") == "boxperson"
+
     def _drain_inbox(self) -> None:
+        """Apply the posted events in order. A shooter change or the start or end of rolls
+        only to decide come wagers waits until the throw in progress is decided: the shooter
+        may pass the dice "after any roll" (9 NYCRR 5324.52(i)(1); N.J.A.C. 13:69F-1.11(a)),
+        and a roll is published as the shooter's who threw it."""
+        while self._deferred and not self._throw_undecided():
+            self._apply_event(*self._deferred.popleft())
         while True:
             try:
                 event, details = self._inbox.get_nowait()
             except queue.Empty:
                 return
-            if event == "shooter-button":
-                log.info("shooter button: the shooter passes the dice")
-                self.relinquish()
-            elif event == "no-roll":
-                try:
-                    self.call_no_roll(str(details.get("reason")), str(details.get("who") or ""),
-                                      console=details.get("console"))
-                except ValueError as exc:
-                    log.warning("no-roll call from %s refused: %s", details.get("who"), exc)
-                    self._publish("alarm", {"code": "command-refused", "message": f"no-roll: {exc}"[:500]})
-            elif event == "decide-only":
-                try:
-                    self.decide_only(bool(details.get("on")))
-                    log.info("rolls only to decide come/don't come wagers %s (%s, console %s)",
-                             "start" if details.get("on") else "end", details.get("who"), details.get("console"))
-                except ValueError as exc:
-                    log.warning("decide-only from %s refused: %s", details.get("who"), exc)
-                    self._publish("alarm", {"code": "command-refused", "message": f"decide-only: {exc}"[:500]})
-            elif event == "link":
-                if details.get("up"):
-                    self._clear_fault("bridge")
-                else:
-                    self._raise_fault("bridge", f"firmware link down: {details.get('reason') or 'no reason given'}")
+            if event in ("shooter-button", "decide-only") and (self._deferred or self._throw_undecided()):
+                log.info("%s held until the throw in progress is decided", event)
+                self._deferred.append((event, details))
+                continue
+            self._apply_event(event, details)
+
+    def _apply_event(self, event: str, details: dict) -> None:
+        """Apply one event of :meth:`post`."""
+        if event == "shooter-button":
+            log.info("shooter button: the shooter passes the dice")
+            self.relinquish()
+        elif event == "no-roll":
+            try:
+                self.call_no_roll(str(details.get("reason")), str(details.get("who") or ""),
+                                  console=details.get("console"))
+            except ValueError as exc:
+                log.warning("no-roll call from %s refused: %s", details.get("who"), exc)
+                self._publish("alarm", {"code": "command-refused", "message": f"no-roll: {exc}"[:500]})
+        elif event == "decide-only":
+            try:
+                self.decide_only(bool(details.get("on")))
+                log.info("rolls only to decide come/don't come wagers %s (%s, console %s)",
+                         "start" if details.get("on") else "end", details.get("who"), details.get("console"))
+            except ValueError as exc:
+                log.warning("decide-only from %s refused: %s", details.get("who"), exc)
+                self._publish("alarm", {"code": "command-refused", "message": f"decide-only: {exc}"[:500]})
+        elif event == "link":
+            if details.get("up"):
+                self._clear_fault("bridge")
             else:
-                log.warning("unknown service event %r ignored", event)
+                self._raise_fault("bridge", f"firmware link down: {details.get('reason') or 'no reason given'}")
+        else:
+            log.warning("unknown service event %r ignored", event)
 
     def relinquish(self, compulsory: bool = False) -> GameState:
         """The shooter passes the dice (voluntary) or is ordered to (compulsory): the next

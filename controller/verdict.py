@@ -9,14 +9,16 @@ Precedence (the first that applies names the verdict's reason; all found are lis
 
 1. the throw did not come to rest in time (``not-at-rest``);
 2. a die failed to strike the far wall (``far-wall-missed``), when known;
-3. fewer than two dice in the playing area: a die seen in another zone names it (chip bank, dice
-   cup, rail, outside the area), else ``die-off-table`` / ``dice-off-table``;
-   more than two dice: ``extra-dice``;
+3. fewer than two dice in the playing area: fewer than two dice seen anywhere,
+   ``die-off-table`` / ``dice-off-table`` ((k)(1)); then each die seen in another zone names
+   it (chip bank, dice cup, rail, outside the area);
+   more than two dice outside the dice cup: ``extra-dice``;
 4. for the two dice in play: on the other die, resting on several objects, not flat, face not
    read with confidence.
 
-With two dice in the playing area, dice seen in other zones (the spare dice in the dice cup,
-9 NYCRR 5324.52(a)(5)) are not part of the throw and are ignored.
+With two dice in the playing area, dice seen in the dice cup (the spare dice, 9 NYCRR
+5324.52(a)(5)) are not part of the throw and are ignored; a die in any other zone is one more
+than the two selected dice ((a)(5): all dice not in active play are kept in the cup).
 """
 from __future__ import annotations
 
@@ -119,11 +121,14 @@ def find_irregularities(observations: Sequence[DieObservation], facts: ThrowFact
     if facts.timed_out and not observations:
         return found
     if len(in_play) < 2:
+        seen = len(in_play) + len(elsewhere)
+        if seen < 2:
+            # a die seen nowhere left the table, (k)(1), whatever zone the other rests in
+            found.append(Reason.DICE_OFF_TABLE if seen == 0 else Reason.DIE_OFF_TABLE)
         zone_reasons = [_ZONE_REASON.get(o.zone, Reason.DIE_OUTSIDE_AREA) for o in elsewhere]
         found.extend(dict.fromkeys(zone_reasons))  # unique, in order
-        if not zone_reasons:
-            found.append(Reason.DICE_OFF_TABLE if not in_play else Reason.DIE_OFF_TABLE)
-    elif len(in_play) > 2:
+    elif len(in_play) + sum(o.zone != "dice_cup" for o in elsewhere) > 2:
+        # more than the two selected dice outside the dice cup, (a)(5), (g)
         found.append(Reason.EXTRA_DICE)
     for o in in_play:
         if o.on_die and Reason.DIE_ON_DIE not in found:
