@@ -154,7 +154,17 @@ def settle(state: GameState, wagers: tuple[Wager, ...], dice: tuple[int, int], p
         out.append(Settlement(seq, w.player, w.wid, w.kind, w.number, w.base, w.dice, res, w.amount,
                               payout, vig, returned, stay, _pay_rule(w, prof)))
     new_state, outcome = advance(state, d1, d2)
-    return new_state, _merge(kept), out, outcome
+    kept_t = _merge(kept)
+    if new_state.decide_only and not _come_numbers(kept_t):
+        # "Once the remaining come and/or don't come wagers have been decided ... the game
+        # shall proceed", 9 NYCRR 5324.52(i)(2)
+        new_state = set_decide_only(new_state, False)
+    return new_state, kept_t, out, outcome
+
+
+def _come_numbers(wagers) -> bool:
+    """Some come or don't come wager stands on a come number (9 NYCRR 5324.52(i)(2))."""
+    return any(w.kind in ("come", "dont_come") and w.number is not None for w in wagers)
 
 
 def _merge(wagers: list[Wager]) -> tuple[Wager, ...]:
@@ -459,20 +469,35 @@ class Table:
 
     def shooter_change(self, change: str = "voluntary") -> None:
         """A voluntary or compulsory relinquishment of the dice: a new shooter; pending fire
-        bets are carried to the successor ((j)(1)(ii))."""
+        bets are carried to the successor ((j)(1)(ii)).
+
+        Raises:
+            ValueError: ``change`` is neither "voluntary" nor "compulsory".
+            Rejected: a voluntary change while a point is pending under a profile whose
+                ``shooter_change`` is "decision" (9 NYCRR 4620.3(c)(5)).
+        """
         if change not in ("voluntary", "compulsory"):
             raise ValueError(f"shooter change must be 'voluntary' or 'compulsory', not {change!r}")
+        if change == "voluntary" and self.prof.s.shooter_change == "decision" and self.state.point is not None:
+            raise Rejected(f"the shooter passes the dice on completion of a decision, not while the point "
+                           f"{self.state.point} is pending", self.prof.cite("shooter_change"))
         self.state = change_shooter(self.state)
 
     def decide_only(self, on: bool) -> None:
         """Start (``on``) or end the rolls made only to decide the remaining come and don't come
         wagers, the on/off marker OFF on the don't pass line (9 NYCRR 5324.52(i)(2); N.J.A.C.
         13:69F-1.11(b)). While on, no point is established and pass / don't pass bets are
-        refused; a 7 ends them.
+        refused; they end when no come or don't come wager on a number remains (a 7 decides
+        them all) or with a new shooter.
 
         Raises:
-            Rejected: started while a point is established.
+            Rejected: started while a point is established, or with no come or don't come wager
+                on a come number left to decide ("and other wagers remain on the table with
+                respect to come and/or don't come numbers", (i)(2)).
         """
+        if on and self.state.point is None and not _come_numbers(self.wagers):
+            raise Rejected("no come or don't come wager on a number remains to be decided",
+                           self.prof.cite("decide_only", _DECIDE_ONLY))
         try:
             self.state = set_decide_only(self.state, on)
         except ValueError as exc:

@@ -68,8 +68,10 @@ def advance(state: GameState, d1: int, d2: int) -> tuple[GameState, str]:
 
 def change_shooter(state: GameState) -> GameState:
     """A voluntary or compulsory relinquishment: a new shooter, the point unchanged
-    (9 NYCRR 5324.52(i)(1),(3); N.J.A.C. 13:69F-1.11(a),(c))."""
-    return replace(state, shooter=state.shooter + 1, shooter_rolls=0)
+    (9 NYCRR 5324.52(i)(1),(3); N.J.A.C. 13:69F-1.11(a),(c)). Rolls only to decide come and
+    don't come wagers end: only the previous shooter makes them, and the new shooter makes a
+    pass or don't pass bet ((g), (i)(2))."""
+    return replace(state, shooter=state.shooter + 1, shooter_rolls=0, decide_only=False)
 
 
 def set_decide_only(state: GameState, on: bool) -> GameState:

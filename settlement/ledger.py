@@ -169,11 +169,20 @@ class Session:
 
     def shooter_change(self, change: str = "voluntary", seq: int | None = None) -> bool:
         """A new shooter (voluntary or compulsory). With a bus ``seq``, applied once: a seq
-        at or below :attr:`last_bus_seq` changes nothing. Returns whether it was applied."""
+        at or below :attr:`last_bus_seq` changes nothing. Returns whether it was applied.
+
+        Raises:
+            Rejected: a voluntary change while a point is pending where the profile passes the
+                dice only on a decision (recorded as a rejection).
+        """
         if seq is not None and seq <= self.last_bus_seq:
             return False
         t = copy.copy(self.table)
-        t.shooter_change(change)
+        try:
+            t.shooter_change(change)
+        except Rejected as exc:
+            self._reject({"shooter_change": change}, exc)
+            raise
         self._commit_table_event(t, "shooter", {"change": change, "seq": seq}, seq)
         return True
 

@@ -157,6 +157,10 @@ class Settlement(_Strict):
     bet_unit_cents: int = Field(default=100, ge=1)
     units: dict[str, int] = {}
     place_not_on_point: bool = False
+    #: when a shooter may pass the dice voluntarily: "any-roll" (9 NYCRR 5324.52(i)(1),
+    #: N.J.A.C. 13:69F-1.11(a) "after any roll") or "decision" (9 NYCRR 4620.3(c)(5),
+    #: N.J.A.C. 13:47-20.25(g)6 "on completion of a decision": not while a point is pending)
+    shooter_change: Literal["any-roll", "decision"] = "any-roll"
     stays_up: list[str] = []
     bar: Bar
     pays: Pays

@@ -213,9 +213,12 @@ class EnvelopeApplier:
             return 0
         if env.get("topic") == "state" and body.get("event") == "new-shooter":
             cause = body.get("cause", "voluntary")
-            if sess.shooter_change(cause if cause in ("voluntary", "compulsory") else "voluntary", seq):
-                on_line(f"shooter change ({cause}) at seq={seq}")
-                self.bet()
+            try:
+                if sess.shooter_change(cause if cause in ("voluntary", "compulsory") else "voluntary", seq):
+                    on_line(f"shooter change ({cause}) at seq={seq}")
+                    self.bet()
+            except Rejected as exc:
+                on_line(f"shooter change seq={seq} refused: {exc.reason} [{exc.rule}]")
             self.last_shooter = (body.get("game") or {}).get("shooter")
             return 0
         if env.get("topic") == "state" and body.get("event") == "decide-only":
@@ -235,8 +238,11 @@ class EnvelopeApplier:
         seven_out = st.point is not None and sum(dice) == 7   # the table may already count the next shooter
         if (seq > sess.last_bus_seq and self.last_shooter is not None and shooter is not None
                 and shooter != self.last_shooter and st.shooter_rolls > 0 and not seven_out):
-            sess.shooter_change("voluntary")
-            on_line(f"shooter change (voluntary) before seq={seq}")
+            try:
+                sess.shooter_change("voluntary")
+                on_line(f"shooter change (voluntary) before seq={seq}")
+            except Rejected as exc:
+                on_line(f"shooter change before seq={seq} refused: {exc.reason} [{exc.rule}]")
         self.last_shooter = shooter
         try:
             out, applied = sess.roll(dice, seq)
