@@ -12,13 +12,14 @@ Precedence (the first that applies names the verdict's reason; all found are lis
 3. fewer than two dice in the playing area: fewer than two dice seen anywhere,
    ``die-off-table`` / ``dice-off-table`` ((k)(1)); then each die seen in another zone names
    it (chip bank, dice cup, rail, outside the area);
-   more than two dice outside the dice cup: ``extra-dice``;
+   more than two dice in play, in the chip bank or on a rail: ``extra-dice``;
 4. for the two dice in play: on the other die, resting on several objects, not flat, face not
    read with confidence.
 
 With two dice in the playing area, dice seen in the dice cup (the spare dice, 9 NYCRR
-5324.52(a)(5)) are not part of the throw and are ignored; a die in any other zone is one more
-than the two selected dice ((a)(5): all dice not in active play are kept in the cup).
+5324.52(a)(5)) are not part of the throw and are ignored, as are dice seen beyond the table; a
+die in the chip bank or on a rail is one more than the two selected dice ((a)(5): all dice not
+in active play are kept in the cup).
 """
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ _ZONE_REASON: dict[str, Reason] = {
     "dice_cup": Reason.DIE_IN_DICE_CUP,
     "rail": Reason.DIE_ON_RAIL,
 }
+
+#: Zones on the table besides the playing area: with two dice in play, a die in one of them is
+#: an extra die (a die seen beyond the table, where the camera may also see players' things,
+#: is not counted).
+_ON_TABLE = frozenset({"chip_bank", "rail"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +133,8 @@ def find_irregularities(observations: Sequence[DieObservation], facts: ThrowFact
             found.append(Reason.DICE_OFF_TABLE if seen == 0 else Reason.DIE_OFF_TABLE)
         zone_reasons = [_ZONE_REASON.get(o.zone, Reason.DIE_OUTSIDE_AREA) for o in elsewhere]
         found.extend(dict.fromkeys(zone_reasons))  # unique, in order
-    elif len(in_play) + sum(o.zone != "dice_cup" for o in elsewhere) > 2:
-        # more than the two selected dice outside the dice cup, (a)(5), (g)
+    elif len(in_play) + sum(o.zone in _ON_TABLE for o in elsewhere) > 2:
+        # more than the two selected dice on the table outside the dice cup, (a)(5), (g)
         found.append(Reason.EXTRA_DICE)
     for o in in_play:
         if o.on_die and Reason.DIE_ON_DIE not in found:

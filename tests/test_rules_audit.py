@@ -195,3 +195,17 @@ def test_shooter_button_during_a_throw_does_not_give_that_throw_to_the_next_shoo
     assert [b["game"]["outcome"] for b in bodies] == ["point-set", "seven-out"]
     seven = bodies[-1]["game"]
     assert (seven["shooter"], seven["next_shooter"]) == (1, 2)
+
+
+def test_a_third_die_on_a_rail_is_extra_but_one_beyond_the_table_or_in_the_cup_is_not():
+    """9 NYCRR 5324.52(a)(5): dice not in active play are kept in the dice cup, so a die on a
+    rail beside the two in play is one too many (``extra-dice``: the boxperson). The spare dice
+    in the cup, and anything die-like seen beyond the table (the camera's margin), are not part
+    of the throw."""
+    pol = load_profile("ny-5324").policy
+    two = [DieObservation(reading(3, 100)), DieObservation(reading(4, 200))]
+    v = decide(two + [DieObservation(reading(5, 300), zone="rail")], policy=pol)
+    assert (v.kind, v.reason) == ("boxperson", Reason.EXTRA_DICE)
+    for zone in ("dice_cup", "off-table"):
+        v = decide(two + [DieObservation(reading(5, 300), zone=zone)], policy=pol)
+        assert (v.kind, v.dice) == ("roll", (3, 4)), zone
