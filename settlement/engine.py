@@ -491,12 +491,19 @@ class Table:
         them all) or with a new shooter.
 
         Raises:
-            Rejected: started while a point is established, or with no come or don't come wager
+            Rejected: started while a point is established, with no come or don't come wager
                 on a come number left to decide ("and other wagers remain on the table with
-                respect to come and/or don't come numbers", (i)(2)).
+                respect to come and/or don't come numbers", (i)(2)), or with a pass or don't
+                pass bet on the layout ("the shooter elects not to place a pass or don't pass
+                bet").
         """
         if on and self.state.point is None and not _come_numbers(self.wagers):
             raise Rejected("no come or don't come wager on a number remains to be decided",
+                           self.prof.cite("decide_only", _DECIDE_ONLY))
+        if on and any(w.kind in ("pass", "dont_pass") for w in self.wagers):
+            # "the shooter elects not to place a pass or don't pass bet": with one on the
+            # layout the game proceeds (a decide-only roll would move it onto a number)
+            raise Rejected("a pass or don't pass bet is on the layout: the game proceeds",
                            self.prof.cite("decide_only", _DECIDE_ONLY))
         try:
             self.state = set_decide_only(self.state, on)
