@@ -67,6 +67,10 @@ class ProfileFile(BaseModel):
     departs_from_regulation: bool = False
     actions: dict[str, str]
     detect: DetectSection = Field(default_factory=DetectSection)
+    #: when the shooter may pass the dice voluntarily: "any-roll" (9 NYCRR 5324.52(i)(1),
+    #: N.J.A.C. 13:69F-1.11(a) "after any roll") or "decision" (9 NYCRR 4620.3(c)(5), N.J.A.C.
+    #: 13:47-20.25(g)6 "on completion of a decision": not while a point is pending)
+    shooter_change: Literal["any-roll", "decision"] = "any-roll"
 
     @field_validator("actions")
     @classmethod
@@ -92,17 +96,23 @@ class IrregularityProfile:
         description: one line.
         policy: :class:`controller.policy.Policy`.
         cocked: how the detector reads a cocked die (see the module docstring).
+        shooter_change: ``"any-roll"`` or ``"decision"``: when the shooter may pass the dice
+            voluntarily (:class:`ProfileFile`).
     """
 
-    __slots__ = ("name", "description", "policy", "cocked")
+    __slots__ = ("name", "description", "policy", "cocked", "shooter_change")
 
-    def __init__(self, name: str, policy: Policy, cocked: str = COCKED_RULE, description: str = "") -> None:
+    def __init__(self, name: str, policy: Policy, cocked: str = COCKED_RULE, description: str = "",
+                 shooter_change: str = "any-roll") -> None:
         if cocked not in (COCKED_RULE, COCKED_AS_READ):
             raise ProfileError(f"cocked: must be {COCKED_RULE!r} or {COCKED_AS_READ!r}, got {cocked!r}")
+        if shooter_change not in ("any-roll", "decision"):
+            raise ProfileError(f"shooter_change: must be 'any-roll' or 'decision', got {shooter_change!r}")
         self.name = name
         self.description = description
         self.policy = policy
         self.cocked = cocked
+        self.shooter_change = shooter_change
 
     def __repr__(self) -> str:
         return f"IrregularityProfile({self.name!r}, cocked={self.cocked!r})"
@@ -126,7 +136,7 @@ def parse_profile(data: dict, where: str = "profile") -> IrregularityProfile:
             lines.append(f"{where}: {key}: {msg}")
         raise ProfileError("\n".join(lines)) from None
     policy = policy_from_mapping(doc.name, doc.actions, departs_from_regulation=doc.departs_from_regulation)
-    return IrregularityProfile(doc.name, policy, doc.detect.cocked, doc.description)
+    return IrregularityProfile(doc.name, policy, doc.detect.cocked, doc.description, doc.shooter_change)
 
 
 def load_profile(name_or_path: str | Path) -> IrregularityProfile:

@@ -186,6 +186,9 @@ class TableService:
             ``"alarm"`` published, every throw decided meanwhile a no roll ``table-fault``),
             and it leaves it by itself when the fault clears.
         live: the source is a live camera (the pump keeps only the newest frames).
+        shooter_change: ``"any-roll"`` (9 NYCRR 5324.52(i)(1)) or ``"decision"`` (9 NYCRR
+            4620.3(c)(5), N.J.A.C. 13:47-20.25(g)6): a voluntary shooter change while a point is
+            pending is refused under ``"decision"`` (:meth:`relinquish`).
     """
 
     #: seconds between health checks while no frame comes (controller/health.py: <= 0.1 s)
@@ -198,8 +201,13 @@ class TableService:
                  on_message: Callable[[str, dict, dict], None] | None = None,
                  journalled_rolls: Callable[[int], dict[str, int]] | None = None,
                  observe: Observer | None = None, read_crop: bool = False, metrics=None,
-                 health: HealthMonitor | None = None, live: bool = False) -> None:
+                 health: HealthMonitor | None = None, live: bool = False,
+                 shooter_change: str = "any-roll") -> None:
         self.table_id = table_id
+        if shooter_change not in ("any-roll", "decision"):
+            raise ValueError(f"shooter_change must be 'any-roll' or 'decision', not {shooter_change!r}")
+        #: when the shooter may pass the dice voluntarily (the profile's ``shooter_change``)
+        self.shooter_change = shooter_change
         self.store = store
         self.publisher = publisher
         self.lamps = lamps
@@ -441,7 +449,11 @@ class TableService:
         """Apply one event of :meth:`post`."""
         if event == "shooter-button":
             log.info("shooter button: the shooter passes the dice")
-            self.relinquish()
+            try:
+                self.relinquish()
+            except ValueError as exc:
+                log.warning("shooter button refused: %s", exc)
+                self._publish("alarm", {"code": "command-refused", "message": f"shooter-button: {exc}"[:500]})
         elif event == "no-roll":
             try:
                 self.call_no_roll(str(details.get("reason")), str(details.get("who") or ""),
@@ -468,7 +480,16 @@ class TableService:
     def relinquish(self, compulsory: bool = False) -> GameState:
         """The shooter passes the dice (voluntary) or is ordered to (compulsory): the next
         shooter takes over; published as a ``"state"`` message (``event: "new-shooter"``).
-        9 NYCRR 5324.52(i)(1), (i)(3); N.J.A.C. 13:69F-1.11(a), (c)."""
+        9 NYCRR 5324.52(i)(1), (i)(3); N.J.A.C. 13:69F-1.11(a), (c).
+
+        Raises:
+            ValueError: a voluntary change while a point is pending where the profile passes
+                the dice only "on completion of a decision" (``shooter_change = "decision"``:
+                9 NYCRR 4620.3(c)(5), N.J.A.C. 13:47-20.25(g)6); nothing changed.
+        """
+        if not compulsory and self.shooter_change == "decision" and self.store.state.point is not None:
+            raise ValueError(f"the shooter passes the dice on completion of a decision, not while the point "
+                             f"{self.store.state.point} is pending (9 NYCRR 4620.3(c)(5))")
         state = new_shooter(self.store.state)
         self.store.commit(state, None)
         self._publish("state", {"event": "new-shooter", "cause": "compulsory" if compulsory else "voluntary",

@@ -209,3 +209,32 @@ def test_a_third_die_on_a_rail_is_extra_but_one_beyond_the_table_or_in_the_cup_i
     for zone in ("dice_cup", "off-table"):
         v = decide(two + [DieObservation(reading(5, 300), zone=zone)], policy=pol)
         assert (v.kind, v.dice) == ("roll", (3, 4)), zone
+
+
+def test_shooter_button_mid_point_is_refused_where_the_dice_pass_on_a_decision(tmp_path):
+    """9 NYCRR 4620.3(c)(5) "The shooter may ... pass the dice to the next player on completion
+    of a decision without waiting to miss out on the point" (N.J.A.C. 13:47-20.25(g)6 the same):
+    under those profiles the shooter button while the point is on is refused with a
+    ``command-refused`` alarm and the shooter keeps the dice; after the point is made it is
+    accepted. Under 9 NYCRR 5324.52(i)(1) ("after any roll") the same press is accepted."""
+    from test_controller_service import ListPublisher, make_service, throw_frames
+
+    from controller.irregularity_profile import load_profile as load_irregularity_profile
+
+    assert load_irregularity_profile("ny-4620").shooter_change == "decision"
+    assert load_irregularity_profile("nj-13-47").shooter_change == "decision"
+    assert load_irregularity_profile("ny-5324").shooter_change == "any-roll"
+    for rule, refused in (("decision", True), ("any-roll", False)):
+        pub = ListPublisher()
+        service = make_service(tmp_path / rule, pub)
+        service.shooter_change = rule
+        service.start()
+        frames, t, i = throw_frames([(2, 100, 100), (2, 200, 120)], 0.0)            # point 4
+        bodies = [b for b in map(service.process, frames) if b is not None]
+        assert bodies[-1]["game"]["point"] == 4
+        service.post("shooter-button")
+        frames, t, i = throw_frames([(1, 100, 100), (2, 200, 120)], t + 0.1, start_index=i + 1)  # 3
+        bodies += [b for b in map(service.process, frames) if b is not None]
+        service.close()
+        alarms = [b for topic, b in pub.sent if topic == "alarm" and b.get("code") == "command-refused"]
+        assert (bodies[-1]["game"]["shooter"], len(alarms)) == ((1, 1) if refused else (2, 0))
