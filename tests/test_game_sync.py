@@ -22,7 +22,8 @@ Documented divergences (docs/messages.md "state"), modelled as expected:
   refuses to start it then; the controller keeps it -> the boxperson then ends it on the table
   (the harness sends the table ``decide-only off``) before the next event;
 * ny-4620 / nj-13-47 (``shooter_change = "decision"``) refuse a voluntary shooter change while a
-  point is pending, in settlement only -> settlement's shooter number lags by one from then on.
+  point is pending; the table service refuses the shooter button then too, but the pure game
+  functions driven here do not check -> settlement's shooter number lags by one from then on.
 """
 from __future__ import annotations
 
