@@ -453,11 +453,7 @@ def test_controller_and_settlement_agree_state_aware(profile, data, tmp_path_fac
         n = data.draw(st.integers(0, 80), label="steps")
         for _ in range(n):
             h.run([smart_event(data, h)])
-        for t in h.trace:
-            for tag in ("decide-only on", "(refused by settlement)", "boxperson ends", "-> decide-only",
-                        "settlement restart", "replay", "new-shooter"):
-                if tag in t:
-                    event(tag)
+        _note_events(h)
     finally:
         h.direct.close()
         h.env.close()
@@ -470,14 +466,19 @@ def test_controller_and_settlement_agree(profile, evs, tmp_path_factory):
     h = Harness(profile, path=str(tmp_path_factory.mktemp("ledger") / "ledger.sqlite"))
     try:
         h.run(evs)
-        for t in h.trace:
-            for tag in ("decide-only on", "refused by settlement", "boxperson ends", "-> decide-only",
-                        "settlement restart", "replay", "new-shooter"):
-                if tag in t:
-                    event(tag)
+        _note_events(h)
     finally:
         h.direct.close()
         h.env.close()
+
+
+def _note_events(h: "Harness") -> None:
+    """Tell hypothesis which kinds of event the run reached (its statistics)."""
+    for t in h.trace:
+        for tag in ("decide-only on", "refused by settlement", "boxperson ends", "-> decide-only",
+                    "settlement restart", "replay", "new-shooter"):
+            if tag in t:
+                event(tag)
 
 
 # ---- minimal reproductions of the findings (see the audit report) ------------------------------
