@@ -36,7 +36,7 @@ from controller.health import HealthMonitor, HealthStatus, frame_digest, frame_l
 from controller.lamps import LampController
 from controller.lifecycle import (CLEARING, IN_MOTION, READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT,
                                   MotionDetector, RollLifecycle, SceneDie)
-from controller.policy import NY_5324, Policy
+from controller.policy import NY_5324, Action, Policy
 from controller.reasons import STAFF_CALL_REASONS, Reason
 from controller.store import StateStore
 from controller.verdict import DieObservation, ThrowFacts, Verdict, decide
@@ -512,14 +512,19 @@ class TableService:
             console: the CURVE key the command socket authenticated the caller by, if any.
 
         Raises:
-            ValueError: an unknown reason or no name; no throw in progress (the dice are not
-                moving, or the throw was already decided: nothing is changed).
+            ValueError: an unknown reason or no name; a reason the policy reads rather than
+                voids (``far-wall-missed`` under ny-4620 and nj-13-47); no throw in progress (the
+                dice are not moving, or the throw was already decided): nothing is changed.
         """
         codes = [r.value for r in STAFF_CALL_REASONS]
         if reason not in codes:
             raise ValueError(f"reason {reason!r} cannot be called; one of: {', '.join(codes)}")
         if not who.strip():
             raise ValueError("who (the caller's name) is required")
+        if self.policy.action(Reason(reason)) is Action.READ:
+            # e.g. far-wall-missed under 9 NYCRR 4620.3 or N.J.A.C. 13:47-20.25: the game's
+            # rules do not void such a throw, so a person cannot call it void for it either
+            raise ValueError(f"the policy {self.policy.name} reads a throw with {reason}: it is not a no roll here")
         if self.lifecycle.phase not in (IN_MOTION, CLEARING):
             raise ValueError(f"no throw in progress (phase {self.lifecycle.phase}): a no roll is called on a "
                              "throw before its dice come to rest, 9 NYCRR 5324.52(k)(3)")
