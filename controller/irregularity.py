@@ -160,6 +160,10 @@ class Tolerances:
             leaning 45 degrees on a wall flat with P(flat) 0.5-0.95, and flat dice beside a wall
             0.6-1.0 (simulated table: 0.75 the lowest in 300 natural throws): only the barely-flat
             are sent to the boxperson. 0: off.
+        sure_flat_wedged: the same for a die read flat touching two or more objects (two chip
+            stacks, a stack and a wall), where a die is held cocked: simulated camera, dice
+            wedged between two 5-chip stacks were called flat with P(flat) 0.57-0.77 and
+            published (4 of 117 throws); flat dice beside one stack 0.73 and up. 0: off.
     """
 
     on_die_ratio: float = 0.8
@@ -175,6 +179,7 @@ class Tolerances:
     open_felt_is_flat: bool = False
     far_wall_reach_mm: float | None = None
     sure_flat: float = 0.6
+    sure_flat_wedged: float = 0.8
 
 
 @dataclass(frozen=True)
@@ -523,13 +528,23 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             continue
         if r.flat:
             p_flat = r.extra.get("p_flat")
-            if cocked_as_read or p_flat is None or p_flat >= tol.sure_flat or r.value is None:
+            if cocked_as_read or p_flat is None or p_flat >= max(tol.sure_flat, tol.sure_flat_wedged) \
+                    or r.value is None:
                 continue
-            lean = [w for w in contacts(i)[2] if w in WALLS]
-            if lean:
+            support, edge, lean = contacts(i)
+            touched = support + edge + lean
+            walls = [w for w in lean if w in WALLS]
+            if walls and p_flat < tol.sure_flat:
                 # a die leaning about 45 degrees on a wall can look square-on to the reader
-                notes.append(f"die {r.value} read flat but unsure (P(flat) {p_flat:.2f}) beside {lean[0]}: it may "
-                             "lean on it; which face is uppermost is in dispute, (h)(1)(ii)")
+                doubt = f"beside {walls[0]}: it may lean on it"
+            elif len(touched) >= 2 and p_flat < tol.sure_flat_wedged:
+                # a die wedged between two stacks (or a stack and a wall) sits cocked on them
+                doubt = f"touching {touched[0]} and {touched[1]}: it may rest on both"
+            else:
+                doubt = ""
+            if doubt:
+                notes.append(f"die {r.value} read flat but unsure (P(flat) {p_flat:.2f}) {doubt}; "
+                             "which face is uppermost is in dispute, (h)(1)(ii)")
                 values[i] = replace(r, value=None, confidence=0.0,
                                     extra={**r.extra, "seen_value": r.value, "flat_in_doubt": True})
             continue

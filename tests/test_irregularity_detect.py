@@ -125,6 +125,26 @@ def test_barely_flat_die_beside_a_wall_goes_to_the_boxperson():
     assert any("P(flat) 0.55) beside rail" in n for n in obs.notes)
 
 
+def test_barely_flat_die_wedged_between_two_stacks_goes_to_the_boxperson():
+    """A die read flat with P(flat) 0.7 between two 5-chip stacks, touching both: it may rest
+    cocked on both (more than one side resting voids the roll, 9 NYCRR 5324.52(h)(1)(i)), so
+    which face is uppermost is in dispute ((h)(1)(ii)). Read surely flat, or beside one stack
+    only, it is a roll."""
+    from dataclasses import replace
+
+    stacks = (TableObject(490.0, 300.0, 19.5, 16.5), TableObject(550.0, 300.0, 19.5, 16.5))
+
+    def read(r, p):
+        v, _ = judge([die(800, 200, 3), replace(r, extra={**r.extra, "p_flat": p})], calibration=CAL,
+                     profile=load_profile("ny-5324"), objects=stacks)
+        return v.kind, (None if v.reason is None else v.reason.value), v.dice
+
+    assert read(die(520, 300, 4), 0.7) == ("boxperson", "face-unreadable", None)
+    assert read(die(520, 300, 4), 0.9) == ("roll", None, (4, 3))
+    assert read(die(520, 330, 4), 0.7) == ("roll", None, (4, 3))   # clear of both stacks
+    assert read(die(460, 300, 4), 0.7) == ("roll", None, (4, 3))   # beside one stack only
+
+
 def test_two_dice_touching_are_not_stacked():
     assert verdict([die(600, 200, 3), die(600 + 19.5, 200, 6)]) == ("roll", None, (3, 6))
 
