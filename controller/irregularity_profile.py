@@ -56,6 +56,10 @@ class DetectSection(BaseModel):
     cocked: Literal["opposite-resting-side", "as-read"] = COCKED_RULE
 
 
+#: When a shooter may pass the dice voluntarily (``ProfileFile.shooter_change``).
+SHOOTER_CHANGES = ("any-roll", "decision")
+
+
 class ProfileFile(BaseModel):
     """The TOML document of one profile (every key checked, unknown keys refused)."""
 
@@ -106,7 +110,7 @@ class IrregularityProfile:
                  shooter_change: str = "any-roll") -> None:
         if cocked not in (COCKED_RULE, COCKED_AS_READ):
             raise ProfileError(f"cocked: must be {COCKED_RULE!r} or {COCKED_AS_READ!r}, got {cocked!r}")
-        if shooter_change not in ("any-roll", "decision"):
+        if shooter_change not in SHOOTER_CHANGES:
             raise ProfileError(f"shooter_change: must be 'any-roll' or 'decision', got {shooter_change!r}")
         self.name = name
         self.description = description

@@ -36,6 +36,7 @@ from controller.health import HealthMonitor, HealthStatus, frame_digest, frame_l
 from controller.lamps import LampController
 from controller.lifecycle import (CLEARING, IN_MOTION, READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT,
                                   MotionDetector, RollLifecycle, SceneDie)
+from controller.irregularity_profile import SHOOTER_CHANGES
 from controller.policy import NY_5324, Action, Policy
 from controller.reasons import STAFF_CALL_REASONS, Reason
 from controller.store import StateStore
@@ -204,7 +205,7 @@ class TableService:
                  health: HealthMonitor | None = None, live: bool = False,
                  shooter_change: str = "any-roll") -> None:
         self.table_id = table_id
-        if shooter_change not in ("any-roll", "decision"):
+        if shooter_change not in SHOOTER_CHANGES:
             raise ValueError(f"shooter_change must be 'any-roll' or 'decision', not {shooter_change!r}")
         #: when the shooter may pass the dice voluntarily (the profile's ``shooter_change``)
         self.shooter_change = shooter_change
