@@ -19,6 +19,13 @@ Two kinds of evidence, on one clock (the frame clock, seconds):
 a track, each die needs a pulse credited to it (a die the track lost at the pulses falls back to
 the track alone); a sensor without a track can only say "struck" when it gave at least as many
 distinct pulses as there are dice.
+
+Which track is which die is certain only while the dice are apart. Where they touch (one
+component split in two), or one die is seen alone while both are tracked (one hides the other,
+or both form one blob), the tracks may have swapped dice (:func:`ambiguous_times`). Between two
+pulses with such a frame the sensor path tries both identities, and a die is credited if it is
+under either: on the simulated table (camera, 60 fps), two dice passing at the far wall gave both
+strikes to one track, and a good throw was called far-wall-missed.
 """
 from __future__ import annotations
 
@@ -230,6 +237,58 @@ def credited_by_sensor(track: Sequence[Point], pulse_times: Sequence[float], wal
     return None if any(s is None for s in seen) else False
 
 
+def ambiguous_times(tracks: Sequence[Sequence[Point]], shared: Sequence[Sequence[bool]] | None) -> list[float]:
+    """Frame times (s) after which two tracks may have swapped dice: points marked shared (one
+    component holding both dice, ``ThrowTracker.shared``), and frames in which only one of the
+    two tracks has a point while both are tracked (one die hid the other, or their blobs
+    merged below the size that is split). Empty unless there are exactly two tracks."""
+    if len(tracks) != 2 or not all(tracks):
+        return []
+    out = set()
+    if shared is not None:
+        for tr, sh in zip(tracks, shared):
+            out.update(float(p[0]) for p, s in zip(tr, sh) if s)
+    ta, tb = {float(p[0]) for p in tracks[0]}, {float(p[0]) for p in tracks[1]}
+    lo, hi = max(min(ta), min(tb)), min(max(ta), max(tb))
+    out.update(t for t in ta ^ tb if lo <= t <= hi)
+    return sorted(out)
+
+
+def _credited_any_identity(placed: Sequence[Sequence[bool | None]], pulse_times: Sequence[float],
+                           swaps: Sequence[float], fallback: Sequence[bool], slack_s: float) -> bool:
+    """Two tracks: can every die be credited under some identity of the tracks?
+
+    Args:
+        placed: per pulse, per track, :func:`at_wall_then` (``True``/``False``/``None``).
+        pulse_times: the pulses, s, sorted.
+        swaps: :func:`ambiguous_times`: a frame in ``(previous pulse, pulse + slack_s]`` means the
+            tracks may have changed dice between the two pulses.
+        fallback: per track, :func:`reached_by_track` (used for a die placed at no pulse).
+    """
+    links = [any(pulse_times[i - 1] < t <= pulse_times[i] + slack_s for t in swaps)
+             for i in range(1, len(pulse_times))]
+    free = [i + 1 for i, u in enumerate(links) if u]
+    for mask in range(1 << len(free)):
+        flips = {free[k] for k in range(len(free)) if mask >> k & 1}
+        perm = 0
+        seen: list[list[tuple[bool | None, int]]] = [[], []]
+        for i in range(len(pulse_times)):
+            perm ^= i in flips
+            for d in range(2):
+                seen[d ^ perm].append((placed[i][d], d))
+        ok = True
+        for vals in seen:
+            if any(v is True for v, _ in vals):
+                continue
+            lost = [d for v, d in vals if v is None]
+            if not (lost and fallback[lost[0]]):
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class FarWallFinding:
     """What :func:`decide` found.
@@ -247,7 +306,7 @@ class FarWallFinding:
 def decide(tracks: Sequence[Sequence[Point]] | None, n_dice: int, wall: Wall | None, band: np.ndarray | None,
            strikes: Sequence[float] | None, window: tuple[float, float] | None, *,
            reach_mm: float | None, beyond_mm: float, attribution_reach_mm: float,
-           gap_s: float) -> FarWallFinding:
+           gap_s: float, shared: Sequence[Sequence[bool]] | None = None) -> FarWallFinding:
     """Combine the track and the sensor (see the module docstring), 9 NYCRR 5324.52(k)(2)(ii).
 
     Args:
@@ -263,11 +322,22 @@ def decide(tracks: Sequence[Sequence[Point]] | None, n_dice: int, wall: Wall | N
         attribution_reach_mm: a die within this of the wall's line touches it (rubber depth +
             the die's half diagonal + the track's error), for :func:`at_wall_then`.
         gap_s: strikes closer than this are one pulse.
+        shared: per track and point, ``True`` where the point came from one component holding
+            both dice (``ThrowTracker.shared``). Such points are left out where a die is placed
+            at a pulse (which die is which there is a guess), mark where the tracks may have
+            swapped dice (:func:`ambiguous_times`), and count for a die the track lost at every
+            pulse (both dice in that component were where its halves are).
     """
     ps = pulses(strikes, window, gap_s)
     if ps is not None and not ps:
         return FarWallFinding(False, "sensor: no strike")
-    tracks = [list(t) for t in tracks] if tracks is not None else None
+    if tracks is not None and shared is not None:
+        whole = [list(t) for t in tracks]
+        swaps = ambiguous_times(whole, shared)
+        tracks = [[p for p, sh in zip(t, s) if not sh] for t, s in zip(whole, shared)]
+    else:
+        tracks = [list(t) for t in tracks] if tracks is not None else None
+        whole, swaps = tracks, []
     calibrated = wall is not None and band is not None and tracks is not None
     live = [t for t in tracks if t] if calibrated else []
     by_track = reached_by_track(live, wall, band, reach_mm, beyond_mm) if len(live) >= max(1, n_dice) else None
@@ -277,8 +347,16 @@ def decide(tracks: Sequence[Sequence[Point]] | None, n_dice: int, wall: Wall | N
         return FarWallFinding(all(by_track), "track" if all(by_track) else "track: not in the far-wall band")
     if by_track is not None:
         # per die: credited by a pulse, or (lost at a pulse) the track alone
+        lost_fallback = reached_by_track([w for w, t in zip(whole, tracks) if t], wall, band, reach_mm, beyond_mm)
+        if len(live) == 2 and swaps:
+            pts = [track_points(t) for t in live]
+            placed = [[_at_wall_then(p, t, wall, attribution_reach_mm, gap_s) for p in pts] for t in ps]
+            if _credited_any_identity(placed, ps, swaps, lost_fallback, gap_s):
+                return FarWallFinding(True, "sensor strikes, each die at the wall at one (the dice touched "
+                                            "or hid each other: either identity of the tracks)")
+            return FarWallFinding(False, "sensor strikes, a die away from the wall at every one")
         credits = [credited_by_sensor(t, ps, wall, attribution_reach_mm, gap_s) for t in live]
-        if all(reached if c is None else c for c, reached in zip(credits, by_track)):
+        if all(reached if c is None else c for c, reached in zip(credits, lost_fallback)):
             return FarWallFinding(True, "sensor strikes, each die at the wall at one")
         return FarWallFinding(False, "sensor strikes, a die away from the wall at every one")
     if len(ps) >= max(1, n_dice):

@@ -343,8 +343,9 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             dispute ((h)(1)(ii)).
         track_shared: per die and track point, ``True`` where the point came from the two dice
             touching (``ThrowTracker.shared``): which die it is is a guess, so the far-wall
-            decision leaves it out (a die bouncing off the other at the wall is not taken
-            for one that struck it); ``None``: every point counts.
+            decision does not place a die at a sensor pulse by it (a die bouncing off the other
+            at the wall is not taken for one that struck it), and the tracks may have swapped
+            dice there (``far_wall.ambiguous_times``); ``None``: every point counts.
 
     Returns:
         :class:`ObservedThrow`.
@@ -613,17 +614,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             if math.hypot(*bias) >= 0.1:
                 notes.append(f"track corrected by ({-bias[0]:.1f}, {-bias[1]:.1f}) mm, "
                              "its offset from the dice read at rest")
-    far_track = None if tracks is None else [[p for p, sh in zip(t, s) if not sh] for t, s in zip(tracks, shared)]
     wall = far_wall.wall_of(band, geo.zones.get("playing")) if band is not None else None
     reach = tol.far_wall_reach_mm
     if reach is None and wall is not None:
         reach_touch = max(wall.depth(float(x), float(y)) for x, y in band)  # the band's depth
     else:
         reach_touch = reach if reach is not None else 0.0
-    found = far_wall.decide(far_track, need, wall, band, wall_strikes, window,
+    found = far_wall.decide(tracks, need, wall, band, wall_strikes, window,
                             reach_mm=reach, beyond_mm=2.0 * geo.size if geo is not None else 0.0,
                             attribution_reach_mm=reach_touch + tol.strike_track_error * (geo.size if geo else 0.0),
-                            gap_s=tol.strike_gap_s)
+                            gap_s=tol.strike_gap_s, shared=shared)
     struck = found.struck
     if struck is False:
         notes.append(f"a die did not strike the far wall ({found.how}), (k)(2)(ii)")

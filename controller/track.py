@@ -14,8 +14,9 @@ die keeps its own centre while they touch. A smaller component of ``both_areas``
 tracks are predicted within two sides of (two dice touching at a wall, which hides part of
 their shadows) gives both tracks its centroid.
 Components are assigned to the two tracks by the least total distance to each track's predicted
-position (constant velocity from its last two points, mirrored back into the playing area when
-it falls beyond a wall: at 60 fps a die bounces off the far wall between two frames); both
+position (constant velocity from its last two points); a prediction beyond a wall (at 60 fps a
+die bounces off the far wall between two frames) is the segment from the wall to its mirror
+image inside, since the rubber returns a die anywhere from dead stopped to nearly elastic; both
 tracks take the two halves of a split component. Each point is the
 component's centroid mapped to the felt plane by the calibration's homography, corrected for
 the parallax of a die's centre half a side above the felt when the calibration knows the camera
@@ -228,29 +229,50 @@ class ThrowTracker:
     def _predict(self, d: int, t: float) -> tuple[float, float] | None:
         """Where track ``d`` should be at ``t`` (full-size pixels): constant velocity from its
         last two points, mirrored back into the playing area across any wall it went beyond."""
+        span = self._predict_span(d, t)
+        return None if span is None else span[1]
+
+    def _predict_span(self, d: int, t: float) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """Where track ``d`` can be at ``t`` (full-size pixels), as a segment ``(a, b)``:
+        constant velocity from its last two points (``a == b``); past a wall, anywhere from
+        the wall (``a``, the die stopped by it) to the mirror image (``b``, an elastic bounce).
+
+        A die strikes the rubber of the far wall and comes back slower than it went in, often
+        barely moving away in the next frame: the mirror image alone put it 30-60 mm too far
+        back, nearer the other die coming in, and the tracker swapped the two dice (simulated
+        camera at 60 fps: the die that struck then took the other's track, and a good throw was
+        called far-wall-missed)."""
         last, prev = self._last_px[d], self._prev_px[d]
         if last is None:
             return None
         if prev is None or last[0] <= prev[0]:
-            return last[1], last[2]
+            return (last[1], last[2]), (last[1], last[2])
         k = (t - last[0]) / (last[0] - prev[0])
         p = np.array([last[1] + k * (last[1] - prev[1]), last[2] + k * (last[2] - prev[2])])
+        stop = p.copy()
         for a, normal in self._edges:   # beyond a wall: it bounced, mirrored back
             depth = float((p - a) @ normal)
             if depth < 0:
+                stop = stop - depth * normal
                 p = p - 2.0 * depth * normal
-        return float(p[0]), float(p[1])
+        return (float(stop[0]), float(stop[1])), (float(p[0]), float(p[1]))
 
     def _assign(self, points: Sequence[tuple[float, float]], t: float) -> dict[int, tuple[float, float]]:
         """Track index -> point, by least total distance to the tracks' predicted positions."""
         dice = list(range(self.max_dice))
-        pred = [self._predict(d, t) for d in dice]
+        pred = [self._predict_span(d, t) for d in dice]
         if all(p is None for p in pred):
             return {d: points[d] if d < len(points) else points[-1] for d in dice}
 
         def dist(d: int, p: tuple[float, float]) -> float:
-            q = pred[d]
-            return 1e6 if q is None else math.hypot(p[0] - q[0], p[1] - q[1])
+            """Distance of ``p`` from the segment where track ``d`` can be."""
+            if pred[d] is None:
+                return 1e6
+            (ax, ay), (bx, by) = pred[d]
+            vx, vy = bx - ax, by - ay
+            vv = vx * vx + vy * vy
+            f = 0.0 if vv <= 0 else min(1.0, max(0.0, ((p[0] - ax) * vx + (p[1] - ay) * vy) / vv))
+            return math.hypot(p[0] - ax - f * vx, p[1] - ay - f * vy)
 
         if len(points) >= 2:
             a = dist(0, points[0]) + dist(1, points[1])

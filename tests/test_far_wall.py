@@ -98,3 +98,54 @@ def test_sensor_without_a_track_needs_a_pulse_per_die():
     assert decide(None, [0.5, 0.6]).struck is True
     assert decide(None, [0.5]).struck is None
     assert decide(None, None).struck is None
+
+
+def _swapped_after(a, b, k):
+    """The tracks a tracker gives when it swapped the dice at frame ``k``: ``(track 0, track 1,
+    shared)`` with the frame-``k`` points marked shared (the dice touched there)."""
+    t0, t1 = a[:k] + b[k:], b[:k] + a[k:]
+    sh = [i == k for i in range(len(a))]
+    return t0, t1, sh
+
+
+def test_ambiguous_times_are_shared_points_and_frames_with_one_die_seen():
+    a, b = bounce(200.0, 0.075), bounce(260.0, 0.2)
+    assert far_wall.ambiguous_times([a, b], [[False] * 20] * 2) == []
+    t0, t1, sh = _swapped_after(a, b, 8)
+    assert far_wall.ambiguous_times([t0, t1], [sh, sh]) == [pytest.approx(8 * DT)]
+    hidden = a[:5] + a[6:]                               # frame 5: only the other die seen
+    assert far_wall.ambiguous_times([hidden, b], None) == [pytest.approx(5 * DT)]
+    assert far_wall.ambiguous_times([a], None) == []
+
+
+def test_dice_that_touched_between_two_strikes_are_credited_under_either_identity():
+    """Die a strikes at 0.075 s and comes back; it touches die b, and the tracker, unable to
+    tell them apart there, continues each track on the other die; b strikes at 0.2 s. Track 0
+    is then at the wall at both strikes and track 1 at neither: the old rule called the throw
+    far-wall-missed. The frame where they touched may have swapped them, so either identity
+    is tried and both dice are credited."""
+    a, b = bounce(200.0, 0.075), bounce(260.0, 0.2)
+    t0, t1, sh = _swapped_after(a, b, 8)
+    assert far_wall.at_wall_then(t0, 0.2, WALL, TOUCH) is True
+    assert far_wall.at_wall_then(t1, 0.075, WALL, TOUCH) is False
+    assert far_wall.at_wall_then(t1, 0.2, WALL, TOUCH) is False
+    found = far_wall.decide([t0, t1], 2, WALL, BAND, [0.075, 0.2], (0.0, 1.0), reach_mm=REACH,
+                            beyond_mm=2 * GEOM.die_size, attribution_reach_mm=TOUCH, gap_s=0.005,
+                            shared=[sh, sh])
+    assert found.struck is True
+    assert "either identity" in found.how
+    # the same tracks with no frame where the dice touched or hid each other: a miss
+    assert decide([t0, t1], [0.075, 0.2]).struck is False
+
+
+def test_a_die_that_never_touched_the_other_is_not_credited_by_its_strikes():
+    """Die a strikes twice; die b stops short and never comes near a: no frame makes their
+    identities doubtful, so b has no strike (a touch before the first strike changes nothing)."""
+    a = bounce(200.0, 0.075, n=20)
+    a2 = [(t, x, y) if t <= 0.15 else (t, L - 12.0, y) for t, x, y in a]   # back at the wall at 0.2 s
+    b = stops_short(400.0, depth=60.0)
+    sh = [k == 1 for k in range(20)]                     # touched at the throw's start only
+    found = far_wall.decide([a2, b], 2, WALL, BAND, [0.075, 0.2], (0.0, 1.0), reach_mm=REACH,
+                            beyond_mm=2 * GEOM.die_size, attribution_reach_mm=TOUCH, gap_s=0.005,
+                            shared=[sh, sh])
+    assert found.struck is False

@@ -203,7 +203,7 @@ class OnlineCrops:
 
 
 def train(sim_root: Path | list[Path], cache: Path, minutes: float, crop: int, lr: float, resume: bool,
-          seed: int, teacher: Path | None = None) -> None:
+          seed: int, teacher: Path | None = None, arch: str = "face2", teacher_views: int = 1) -> None:
     """Train (or resume) the face classifier for ``minutes`` on fresh crops.
 
     ``teacher``: weights of a classifier (``face2.pt``) whose outputs the faces, "not a die"
@@ -211,18 +211,28 @@ def train(sim_root: Path | list[Path], cache: Path, minutes: float, crop: int, l
     probabilities, smooth L1 to its geometry outputs, on the same crops) while the flat output
     alone learns from the labels: it teaches P(flat) new cases (dice leaning on a wall) without
     moving what the classifier reads (a resumed run without it moved the faces: one more die
-    unread and one wrong number on the held-out photos)."""
+    unread and one wrong number on the held-out photos).
+
+    ``arch`` other than ``"face2"`` (:data:`vision.train.models.FACE_ARCHS`) with a teacher:
+    a new, smaller network learns every output from the teacher (class probabilities, P(flat)
+    and geometry) and, at lower weight, from the labels. ``teacher_views`` 4: the teacher's
+    outputs are those :func:`vision.learned._classify` makes of it, the mean over the crop's
+    four 90-degree turns (probabilities averaged, centre offsets turned back), so that one
+    view of the student can stand for four of the teacher."""
     import torch
     import torch.nn.functional as F
 
-    from vision.train.models import FaceNet2
+    from vision.train.models import FACE_ARCHS, FaceNet2
 
     cache.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     roots = sim_root if isinstance(sim_root, list) else [sim_root]
     fit = D.topdown("fit") + D.oblique("fit") + [s for r in roots for s in D.sim(r, "fit")] + D.synthetic(150, seed + 1)
     gen = OnlineCrops(fit, crop, seed)
-    net = FaceNet2()
+    net = FACE_ARCHS[arch]()
+    student = arch != "face2"
+    if student and teacher is None:
+        raise ValueError(f"--arch {arch} learns from a teacher: give --teacher")
     if resume:
         net.load_state_dict(torch.load(cache / "face2.pt"))
     tnet = None
@@ -249,11 +259,15 @@ def train(sim_root: Path | list[Path], cache: Path, minutes: float, crop: int, l
         l_f = (F.binary_cross_entropy_with_logits(o[:, 7], fb, reduction="none") * wb).sum() / wb.sum().clamp(min=1)
         if tnet is not None:
             with torch.no_grad():
-                t = tnet.logits(xb)
-            l_c = F.kl_div(F.log_softmax(o[:, :7], 1), F.log_softmax(t[:, :7], 1), log_target=True,
-                           reduction="batchmean")
-            l_g = F.smooth_l1_loss(o[:, 8:11], t[:, 8:11], beta=0.05) * 3
+                t_logp, t_flat, t_geom = teacher_targets(tnet, xb, teacher_views)
+            l_c = F.kl_div(F.log_softmax(o[:, :7], 1), t_logp, log_target=True, reduction="batchmean")
+            l_g = F.smooth_l1_loss(o[:, 8:11], t_geom, beta=0.05) * 3
             loss = 4.0 * l_c + 1.0 * l_f + 2.0 * l_g
+            if student:
+                # every output from the teacher; the labels at lower weight
+                l_ft = F.binary_cross_entropy_with_logits(o[:, 7], t_flat)
+                l_y = F.cross_entropy(o[:, :7], yb, ignore_index=-1, label_smoothing=0.02)
+                loss = loss + 1.0 * l_ft + 0.5 * l_y
         else:
             l_c = F.cross_entropy(o[:, :7], yb, ignore_index=-1, label_smoothing=0.02)
             g, wg = torch.from_numpy(b["geom"]), torch.from_numpy(b["wgeom"])
@@ -277,12 +291,32 @@ def train(sim_root: Path | list[Path], cache: Path, minutes: float, crop: int, l
     torch.save(net.state_dict(), cache / "face2.pt")
 
 
-def export(cache: Path, out: Path, crop: int) -> None:
+def teacher_targets(tnet, xb, views: int = 1):
+    """The teacher's targets for a batch ``xb`` (float tensor ``(N, 3, S, S)``): log class
+    probabilities ``(N, 7)``, P(flat) ``(N,)`` and geometry ``(N, 3)``; with ``views`` > 1 the
+    mean over that many 90-degree turns as the run-time reader averages them (an offset
+    ``(x, y)`` seen in a crop turned k times is turned back k times by ``(x, y) -> (-y, x)``)."""
     import torch
 
-    from vision.train.models import FaceNet2
+    probs = flat = 0.0
+    geom = torch.zeros(xb.shape[0], 3)
+    for k in range(views):
+        t = tnet.logits(torch.rot90(xb, k, dims=(2, 3)) if k else xb)
+        probs = probs + torch.softmax(t[:, :7], 1)
+        flat = flat + torch.sigmoid(t[:, 7])
+        ox, oy = t[:, 8], t[:, 9]
+        for _ in range(k):
+            ox, oy = -oy, ox
+        geom = geom + torch.stack([ox, oy, t[:, 10]], 1)
+    return torch.log((probs / views).clamp(min=1e-8)), flat / views, geom / views
 
-    net = FaceNet2()
+
+def export(cache: Path, out: Path, crop: int, arch: str = "face2") -> None:
+    import torch
+
+    from vision.train.models import FACE_ARCHS
+
+    net = FACE_ARCHS[arch]()
     net.load_state_dict(torch.load(cache / "face2.pt"))
     net.eval()
     torch.onnx.export(net, torch.zeros(1, 3, crop, crop), str(out), input_names=["crop"], output_names=["faces"],
@@ -308,6 +342,10 @@ def main() -> None:
     ap.add_argument("--teacher", type=Path, help="face2.pt whose faces and geometry the run is held to "
                                                   "(only the flat output learns from labels)")
     ap.add_argument("--out", type=Path, default=L.FACES_ONNX)
+    ap.add_argument("--teacher-views", type=int, default=1, help="the teacher's outputs averaged over this "
+                                                                   "many 90-degree turns of each crop (1 or 4)")
+    ap.add_argument("--arch", default="face2", help="network (vision.train.models.FACE_ARCHS); other than "
+                                                     "face2 it learns every output from --teacher")
     a = ap.parse_args()
     import torch
 
@@ -315,9 +353,9 @@ def main() -> None:
     cv2.setNumThreads(1)
     JPEG_SHARE, GREY_SHARE = a.jpeg_share, a.grey_share
     if a.export:
-        export(a.cache, a.out, a.crop)
+        export(a.cache, a.out, a.crop, a.arch)
     else:
-        train(a.sim, a.cache, a.minutes, a.crop, a.lr, a.resume, a.seed, a.teacher)
+        train(a.sim, a.cache, a.minutes, a.crop, a.lr, a.resume, a.seed, a.teacher, a.arch, a.teacher_views)
 
 
 if __name__ == "__main__":
