@@ -170,6 +170,22 @@ def test_tracker_splits_two_touching_dice_and_corrects_parallax():
 
 
 
+def _owners(th, tr) -> list[list[int]]:
+    """Per track, for each of its points not shared by both dice: the index of the physics
+    die nearest to it at that frame (a track that stays on its die has one index)."""
+    times = {round(t, 6): k for k, t in enumerate(th.times)}
+    out = []
+    for track, shared in zip(tr.tracks(), tr.shared()):
+        owners = []
+        for (t, x, y), s in zip(track, shared):
+            if not s:
+                k = times[round(t, 6)]
+                d = [np.hypot(x - th.track[i][k][1], y - th.track[i][k][2]) for i in range(2)]
+                owners.append(int(np.argmin(d)))
+        out.append(owners)
+    return out
+
+
 def test_tracks_keep_their_die_through_a_bounce_off_the_far_wall():
     """Natural throw 153: one die bounces off the far wall between two frames while the other
     arrives there. Predicted at constant velocity, the first die's next position lay beyond
@@ -178,17 +194,9 @@ def test_tracks_keep_their_die_through_a_bounce_off_the_far_wall():
     is nearest to the same physics die (points where the dice touched, which both tracks
     share, aside)."""
     th, tr = _camera_tracks(153, t_max=0.35)
-    times = {round(t, 6): k for k, t in enumerate(th.times)}
     assert any(any(s) for s in tr.shared())
-    for track, shared in zip(tr.tracks(), tr.shared()):
-        owners = set()
-        for (t, x, y), s in zip(track, shared):
-            if s:
-                continue
-            k = times[round(t, 6)]
-            d = [np.hypot(x - th.track[i][k][1], y - th.track[i][k][2]) for i in range(2)]
-            owners.add(int(np.argmin(d)))
-        assert len(owners) == 1, owners
+    for owners in _owners(th, tr):
+        assert len(set(owners)) == 1, owners
 
 
 @pytest.mark.parametrize("seed", [6112, 6117])
@@ -200,15 +208,7 @@ def test_tracks_keep_their_die_when_one_comes_back_slowly_from_the_far_wall(seed
     at neither, and the good throw was called far-wall-missed. Predicted anywhere between the
     wall and the mirror image, each track stays on its die (shared points aside)."""
     th, tr = _camera_tracks(seed, t_max=0.35)
-    times = {round(t, 6): k for k, t in enumerate(th.times)}
-    for track, shared in zip(tr.tracks(), tr.shared()):
-        owners = []
-        for (t, x, y), s in zip(track, shared):
-            if s:
-                continue
-            k = times[round(t, 6)]
-            d = [np.hypot(x - th.track[i][k][1], y - th.track[i][k][2]) for i in range(2)]
-            owners.append(int(np.argmin(d)))
+    for owners in _owners(th, tr):
         assert len(set(owners)) == 1, owners
 
 
