@@ -258,35 +258,32 @@ def _credited_any_identity(placed: Sequence[Sequence[bool | None]], pulse_times:
                            swaps: Sequence[float], fallback: Sequence[bool], slack_s: float) -> bool:
     """Two tracks: can every die be credited under some identity of the tracks?
 
+    A die is credited by a pulse at which its track is at the wall, or, at a pulse where its
+    track cannot place it, by that track's own reach of the wall (``fallback``). Walked pulse
+    by pulse over the states (which die each track follows, which dice are credited so far):
+    at most 8 states, whatever the number of pulses.
+
     Args:
         placed: per pulse, per track, :func:`at_wall_then` (``True``/``False``/``None``).
         pulse_times: the pulses, s, sorted.
         swaps: :func:`ambiguous_times`: a frame in ``(previous pulse, pulse + slack_s]`` means the
             tracks may have changed dice between the two pulses.
-        fallback: per track, :func:`reached_by_track` (used for a die placed at no pulse).
+        fallback: per track, :func:`reached_by_track`.
     """
-    links = [any(pulse_times[i - 1] < t <= pulse_times[i] + slack_s for t in swaps)
-             for i in range(1, len(pulse_times))]
-    free = [i + 1 for i, u in enumerate(links) if u]
-    for mask in range(1 << len(free)):
-        flips = {free[k] for k in range(len(free)) if mask >> k & 1}
-        perm = 0
-        seen: list[list[tuple[bool | None, int]]] = [[], []]
-        for i in range(len(pulse_times)):
-            perm ^= i in flips
+    states = {(0, False, False)}        # (track 0 follows die 0 / die 1, die 0 credited, die 1 credited)
+    for i, t in enumerate(pulse_times):
+        if i and any(pulse_times[i - 1] < s <= t + slack_s for s in swaps):
+            states |= {(1 - perm, c0, c1) for perm, c0, c1 in states}
+        nxt = set()
+        for perm, c0, c1 in states:
+            credited = [c0, c1]
             for d in range(2):
-                seen[d ^ perm].append((placed[i][d], d))
-        ok = True
-        for vals in seen:
-            if any(v is True for v, _ in vals):
-                continue
-            lost = [d for v, d in vals if v is None]
-            if not (lost and fallback[lost[0]]):
-                ok = False
-                break
-        if ok:
-            return True
-    return False
+                v = placed[i][d]
+                if v is True or (v is None and fallback[d]):
+                    credited[d ^ perm] = True
+            nxt.add((perm, credited[0], credited[1]))
+        states = nxt
+    return any(c0 and c1 for _, c0, c1 in states)
 
 
 @dataclass(frozen=True)
@@ -331,13 +328,12 @@ def decide(tracks: Sequence[Sequence[Point]] | None, n_dice: int, wall: Wall | N
     ps = pulses(strikes, window, gap_s)
     if ps is not None and not ps:
         return FarWallFinding(False, "sensor: no strike")
-    if tracks is not None and shared is not None:
-        whole = [list(t) for t in tracks]
-        swaps = ambiguous_times(whole, shared)
+    whole = [list(t) for t in tracks] if tracks is not None else None
+    swaps = ambiguous_times(whole, shared) if whole is not None else []
+    if whole is not None and shared is not None:
         tracks = [[p for p, sh in zip(t, s) if not sh] for t, s in zip(whole, shared)]
     else:
-        tracks = [list(t) for t in tracks] if tracks is not None else None
-        whole, swaps = tracks, []
+        tracks = whole
     calibrated = wall is not None and band is not None and tracks is not None
     live = [t for t in tracks if t] if calibrated else []
     by_track = reached_by_track(live, wall, band, reach_mm, beyond_mm) if len(live) >= max(1, n_dice) else None
