@@ -323,7 +323,8 @@ def decide(tracks: Sequence[Sequence[Point]] | None, n_dice: int, wall: Wall | N
             both dice (``ThrowTracker.shared``). Such points are left out where a die is placed
             at a pulse (which die is which there is a guess), mark where the tracks may have
             swapped dice (:func:`ambiguous_times`), and count for a die the track lost at every
-            pulse (both dice in that component were where its halves are).
+            pulse (both dice in that component were where its halves are); a pulse that falls
+            among them does not place either die away from the wall.
     """
     ps = pulses(strikes, window, gap_s)
     if ps is not None and not ps:
@@ -347,6 +348,17 @@ def decide(tracks: Sequence[Sequence[Point]] | None, n_dice: int, wall: Wall | N
         if len(live) == 2 and swaps:
             pts = [track_points(t) for t in live]
             placed = [[_at_wall_then(p, t, wall, attribution_reach_mm, gap_s) for p in pts] for t in ps]
+            # A pulse between two points with shared points left out between them: the straight
+            # line across them is no place for the die (it may have struck in that stretch), so
+            # it is not placed there ("away" becomes "cannot tell": the track alone decides).
+            joined = {float(p[0]) for w, sh in zip(whole, shared or ()) for p, s in zip(w, sh) if s}
+            for i, t in enumerate(ps):
+                for d, tr in enumerate(live):
+                    before = max((p[0] for p in tr if p[0] <= t), default=None)
+                    after = min((p[0] for p in tr if p[0] >= t + gap_s), default=None)
+                    if placed[i][d] is False and before is not None and after is not None \
+                            and any(before < h < after for h in joined):
+                        placed[i][d] = None
             if _credited_any_identity(placed, ps, swaps, lost_fallback, gap_s):
                 return FarWallFinding(True, "sensor strikes, each die at the wall at one (the dice touched "
                                             "or hid each other: either identity of the tracks)")

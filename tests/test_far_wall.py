@@ -149,3 +149,22 @@ def test_a_die_that_never_touched_the_other_is_not_credited_by_its_strikes():
                             beyond_mm=2 * GEOM.die_size, attribution_reach_mm=TOUCH, gap_s=0.005,
                             shared=[sh, sh])
     assert found.struck is False
+
+
+def test_a_pulse_among_shared_points_does_not_place_a_die_away_from_the_wall():
+    """Two dice arrive at the far wall together, in one component at the frame before the
+    strike (its points left out). Die a stops against the wall (20 mm from its line) at the
+    pulse; the straight line across the left-out frame put it 29 mm out, beyond the 23.5 mm
+    reach, and the good throw was called far-wall-missed (simulated camera, seed 7319). Among
+    left-out points a die is not placed away: its track alone decides, and it reached the wall."""
+    a = [(k * DT, L - 20.0 - max(0, 5 - k) * 37.5, 200.0) for k in range(20)]
+    b = bounce(220.0, 0.075)
+    sh = [k == 4 for k in range(20)]
+    args = dict(reach_mm=REACH, beyond_mm=2 * GEOM.die_size, attribution_reach_mm=REACH, gap_s=0.005)
+    far_a = [p for p, s in zip(a, sh) if not s]
+    assert far_wall.at_wall_then(far_a, 0.075, WALL, REACH) is False
+    found = far_wall.decide([a, b], 2, WALL, BAND, [0.075], (0.0, 1.0), shared=[sh, sh], **args)
+    assert found.struck is True
+    # a that stopped 40 mm out is still a miss: its track never came within reach
+    short = [(t, x - 20.0, y) for t, x, y in a]
+    assert far_wall.decide([short, b], 2, WALL, BAND, [0.075], (0.0, 1.0), shared=[sh, sh], **args).struck is False
