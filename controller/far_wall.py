@@ -237,6 +237,11 @@ def credited_by_sensor(track: Sequence[Point], pulse_times: Sequence[float], wal
     return None if any(s is None for s in seen) else False
 
 
+def _shared_times(tracks: Sequence[Sequence[Point]], shared: Sequence[Sequence[bool]] | None) -> set[float]:
+    """Times (s) of the points marked shared (``ThrowTracker.shared``) in any track."""
+    return {float(p[0]) for tr, sh in zip(tracks, shared or ()) for p, s in zip(tr, sh) if s}
+
+
 def ambiguous_times(tracks: Sequence[Sequence[Point]], shared: Sequence[Sequence[bool]] | None) -> list[float]:
     """Frame times (s) after which two tracks may have swapped dice: points marked shared (one
     component holding both dice, ``ThrowTracker.shared``), and frames in which only one of the
@@ -244,10 +249,7 @@ def ambiguous_times(tracks: Sequence[Sequence[Point]], shared: Sequence[Sequence
     merged below the size that is split). Empty unless there are exactly two tracks."""
     if len(tracks) != 2 or not all(tracks):
         return []
-    out = set()
-    if shared is not None:
-        for tr, sh in zip(tracks, shared):
-            out.update(float(p[0]) for p, s in zip(tr, sh) if s)
+    out = _shared_times(tracks, shared)
     ta, tb = {float(p[0]) for p in tracks[0]}, {float(p[0]) for p in tracks[1]}
     lo, hi = max(min(ta), min(tb)), min(max(ta), max(tb))
     out.update(t for t in ta ^ tb if lo <= t <= hi)
@@ -351,7 +353,7 @@ def decide(tracks: Sequence[Sequence[Point]] | None, n_dice: int, wall: Wall | N
             # A pulse between two points with shared points left out between them: the straight
             # line across them is no place for the die (it may have struck in that stretch), so
             # it is not placed there ("away" becomes "cannot tell": the track alone decides).
-            joined = {float(p[0]) for w, sh in zip(whole, shared or ()) for p, s in zip(w, sh) if s}
+            joined = _shared_times(whole, shared)
             for i, t in enumerate(ps):
                 for d, tr in enumerate(live):
                     before = max((p[0] for p in tr if p[0] <= t), default=None)

@@ -131,5 +131,4 @@ class FaceNetS(nn.Module):
 FACE_ARCHS = {
     "face2": FaceNet2,
     "small": FaceNetS,
-    "small16": lambda: FaceNetS((16, 32, 48, 48, 64)),
 }
