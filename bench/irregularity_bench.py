@@ -140,12 +140,19 @@ def counted_value(s: DieState, profile: IrregularityProfile) -> int:
     return s.value
 
 
-def dispute_is_right(states: list[DieState], profile: IrregularityProfile) -> bool:
+def dispute_is_right(states: list[DieState], profile: IrregularityProfile, size_mm: float = 19.05) -> bool:
     """A boxperson call (``face-unreadable``) is right too where the face that counts cannot be
     seen: a cocked die on the layout whose counted face ((h)(1)(i), the one opposite the side
     resting on an object) is not its face most nearly up (it leans on a wall, the cup or the
     other die), or that rests on no object at all (balanced on an edge): the text gives the
-    boxperson the decision of a disputed face, (h)(1)(ii)(a)."""
+    boxperson the decision of a disputed face, (h)(1)(ii)(a). So is a die whose upper face is
+    covered by the other die lying on it (a profile that reads a die on a die needs the lower
+    die's face, which no camera above the table sees)."""
+    for st in states:
+        if any(o is not st and o.rests_on == "die"
+               and math.hypot(o.pos_mm[0] - st.pos_mm[0], o.pos_mm[1] - st.pos_mm[1]) < size_mm
+               for o in states):
+            return True
     if profile.cocked != "opposite-resting-side":
         return False
     for st in states:
@@ -296,7 +303,7 @@ class Bench:
         got = (verdict.kind, verdict.reason, None if verdict.dice is None else tuple(sorted(verdict.dice)))
         right = got[0] == expected[0] and got[2] == expected[2]
         if not right and got[:2] == ("boxperson", Reason.FACE_UNREADABLE) and expected[0] == "roll":
-            right = dispute_is_right(states, profile)
+            right = dispute_is_right(states, profile, g.die_size)
         wrong_value = got[0] == "roll" and (expected[0] != "roll" or got[2] != expected[2])
         wrong_dice = got[0] == "roll" and expected[0] == "roll" and got[2] != expected[2]
         return {"wrong_dice": wrong_dice, "scenario": th.scenario, "seed": th.seed, "expected": expected, "got": got, "right": right,

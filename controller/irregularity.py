@@ -302,6 +302,41 @@ def _settled_on_table(track, geo: "_Geometry", tol: "Tolerances") -> list[tuple[
     return out
 
 
+def _stacked_under(track, positions, zones, geo: "_Geometry", tol: "Tolerances"
+                   ) -> tuple[float, float] | None:
+    """Whether the motion track says the other die lies under (or on) the one die seen, (k)(1).
+
+    Two dice at rest on the felt have their centres at least one side apart; a die on the
+    other is one blob to the camera, so two tracks that end closer than ``on_die_ratio`` x
+    the side to each other, and to the one die read in play, end on one spot: one die is on
+    the other, and the lower one is hidden. (Two dice touching side by side, read as one, end
+    a side apart: not stacked.)
+
+    Args:
+        track: the dice's motion tracks, each ``[(t s, x mm, y mm), ...]``, or ``None``.
+        positions: felt positions (mm) of the dice read; exactly one.
+        zones: their zones.
+
+    Returns:
+        ``(distance between the two track ends, distance of their midpoint from the die)`` in
+        mm, or ``None`` when the track does not show two dice ending there.
+    """
+    if not track or len(positions) != 1 or positions[0] is None or zones[0] != ZONE_PLAYING:
+        return None
+    ends = [(float(t[-1][1]), float(t[-1][2])) for t in track if len(t)]
+    reach = tol.on_die_ratio * geo.size
+    p = positions[0]
+    near = [q for q in ends if math.hypot(q[0] - p[0], q[1] - p[1]) < reach]
+    best = None
+    for a in range(len(near)):
+        for b in range(a + 1, len(near)):
+            d = math.hypot(near[a][0] - near[b][0], near[a][1] - near[b][1])
+            if d < reach and (best is None or d < best[0]):
+                mid = ((near[a][0] + near[b][0]) / 2, (near[a][1] + near[b][1]) / 2)
+                best = (d, math.hypot(mid[0] - p[0], mid[1] - p[1]))
+    return best
+
+
 def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                   profile: IrregularityProfile | None = None,
                   objects: Sequence[TableObject] = (),
@@ -421,9 +456,15 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         known = sorted(r.side_px for r in dice if r.side_px > 0)
         return known[0] if len(known) >= 2 else None
 
+    # --- the other die ended where the one die seen lies: under it, (k)(1) ---------------------
+    stacked = _stacked_under(track, positions, zones, geo, tol) if geo is not None and len(dice) == 1 else None
+    if stacked is not None:
+        notes.append(f"two dice's tracks end {stacked[0]:.1f} mm apart, at the one die seen "
+                     f"({stacked[1]:.1f} mm from it): the other die is under it, (k)(1)")
+
     # --- a die the track saw settle on the table but the reader did not find --------------------
     settled = _settled_on_table(track, geo, tol) if geo is not None else []
-    if settled and len(dice) < 2:
+    if settled and len(dice) < 2 and stacked is None:
         seen_at = [p for p in positions if p is not None]
 
         def clearance(q: tuple[float, float]) -> float:
@@ -480,7 +521,12 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     if len(in_play) == 1:
         i = in_play[0]
         exp = expected_px(i)
-        if exp and dice[i].side_px ** 2 > tol.merged_area_ratio * exp ** 2:
+        if stacked is not None and i == 0:
+            on_die[i] = True
+            r = dice[i]
+            hidden.append(DieReading(value=None, bbox=r.bbox, centre=r.centre, confidence=0.0, flat=True,
+                                     side_px=0.0, extra={"hidden": True}))
+        elif exp and dice[i].side_px ** 2 > tol.merged_area_ratio * exp ** 2:
             on_die[i] = True
             r = dice[i]
             hidden.append(DieReading(value=None, bbox=r.bbox, centre=r.centre, confidence=0.0, flat=True,

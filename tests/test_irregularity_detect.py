@@ -506,3 +506,20 @@ def test_a_cocked_die_leaning_on_the_rail_or_the_cup_is_not_on_open_felt():
         v, obs = judge([die(800, 300, 2), leaning], calibration=CAL, profile=load_profile("ny-5324"),
                        tolerances=open_felt)
         assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE), obs.notes
+
+
+def test_die_on_die_from_two_tracks_ending_under_the_one_die_seen():
+    """5324.52(k)(1): the reader sees one die, and the track saw both dice come to rest on that
+    spot (ends 1 mm apart): the other die is under it, not off the table. Two dice touching
+    side by side end a side apart and stay as before."""
+    under = [_settling(600, 200), _settling(601, 200)]
+    one = [die(600, 200, 3)]
+    assert verdict(one, track=under) == ("no-roll", "die-on-die", None)
+    assert verdict(one, track=under, profile="nj-13-47") == ("boxperson", "die-on-die", None)
+    # house practice reads a die on a die, but the lower die's face is covered: a person decides
+    assert verdict(one, track=under, profile="house-practice") == ("boxperson", "face-unreadable", None)
+    beside = [_settling(600, 200), _settling(620, 200)]
+    assert verdict(one, track=beside) == ("boxperson", "face-unreadable", None)
+    # the two tracks end together, but away from the die seen: not under it
+    away = [_settling(700, 300), _settling(701, 300)]
+    assert verdict(one, track=away)[1] != "die-on-die"
