@@ -523,3 +523,24 @@ def test_die_on_die_from_two_tracks_ending_under_the_one_die_seen():
     # the two tracks end together, but away from the die seen: not under it
     away = [_settling(700, 300), _settling(701, 300)]
     assert verdict(one, track=away)[1] != "die-on-die"
+
+
+def test_die_the_reader_missed_found_again_cocked_between_two_stacks_is_void():
+    """5324.52(h)(1)(i): the track saw a die settle between two 5-chip stacks that the reader did
+    not find; read again there it is a die not lying flat, face unsure. Touching both stacks,
+    more than one side rests on objects: void. Beside one stack only, or read flat but unsure,
+    which face is uppermost is in dispute, (h)(1)(ii)."""
+    stacks = (TableObject(490.0, 300.0, 19.5, 16.5), TableObject(550.0, 300.0, 19.5, 16.5))
+    seen = [die(800, 200, 3)]
+
+    def kind(end, answer):
+        track = [_settling(800, 200), _settling(*end)]
+        v, obs = judge(seen, calibration=CAL, profile=load_profile("ny-5324"), objects=stacks, track=track,
+                       reread=lambda c, s: answer)
+        return v.kind, (None if v.reason is None else v.reason.value)
+
+    cocked = die(520, 300, None, flat=False, conf=0.15)
+    assert kind((520, 300), cocked) == ("no-roll", "die-on-several-objects")
+    assert kind((460, 300), die(460, 300, None, flat=False, conf=0.15)) == ("boxperson", "face-unreadable")
+    assert kind((520, 300), die(520, 300, None, flat=True, conf=0.15)) == ("boxperson", "face-unreadable")
+    assert kind((520, 300), None) == ("boxperson", "face-unreadable")
