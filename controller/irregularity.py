@@ -586,13 +586,14 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             continue
         if r.flat:
             p_flat = r.extra.get("p_flat")
-            if cocked_as_read or p_flat is None or p_flat >= max(tol.sure_flat, tol.sure_flat_wedged) \
-                    or r.value is None:
+            if p_flat is None or p_flat >= max(tol.sure_flat, tol.sure_flat_wedged) or r.value is None:
                 continue
             support, edge, lean = contacts(i)
             touched = support + edge + lean
             walls = [w for w in lean if w in WALLS]
-            if walls and p_flat < tol.sure_flat:
+            # (a profile that reads a cocked die as seen reads one leaning on a wall as seen too,
+            # but a die resting on two objects is void in every profile)
+            if walls and p_flat < tol.sure_flat and not cocked_as_read:
                 # a die leaning about 45 degrees on a wall can look square-on to the reader
                 doubt = f"beside {walls[0]}: it may lean on it"
             elif len(touched) >= 2 and p_flat < tol.sure_flat_wedged:

@@ -134,12 +134,15 @@ def test_barely_flat_die_wedged_between_two_stacks_goes_to_the_boxperson():
 
     stacks = (TableObject(490.0, 300.0, 19.5, 16.5), TableObject(550.0, 300.0, 19.5, 16.5))
 
-    def read(r, p):
+    def read(r, p, profile="ny-5324"):
         v, _ = judge([die(800, 200, 3), replace(r, extra={**r.extra, "p_flat": p})], calibration=CAL,
-                     profile=load_profile("ny-5324"), objects=stacks)
+                     profile=load_profile(profile), objects=stacks)
         return v.kind, (None if v.reason is None else v.reason.value), v.dice
 
     assert read(die(520, 300, 4), 0.7) == ("boxperson", "face-unreadable", None)
+    # house practice reads a cocked die as seen, but a die on two objects is void there too
+    assert read(die(520, 300, 4), 0.7, "house-practice") == ("boxperson", "face-unreadable", None)
+    assert read(die(520, 300, 4), 0.9, "house-practice") == ("roll", None, (4, 3))
     assert read(die(520, 300, 4), 0.9) == ("roll", None, (4, 3))
     assert read(die(520, 330, 4), 0.7) == ("roll", None, (4, 3))   # clear of both stacks
     assert read(die(460, 300, 4), 0.7) == ("roll", None, (4, 3))   # beside one stack only
