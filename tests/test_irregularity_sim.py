@@ -224,3 +224,18 @@ def test_two_dice_against_the_far_wall_are_both_tracked_there():
         near = [wall_x - x for t, x, _ in track if abs(t - t_hit) < 0.01]
         assert near and min(near) < 15.0, near
     assert any(all(s) for s in zip(*[sh[:20] for sh in tr.shared()]))
+
+
+def test_camera_die_on_die_is_not_a_die_off_table():
+    """Camera mode, one die forced onto the other (seed 500): the reader sees one die and the
+    two tracks end on its spot, so the other die is under it, (k)(1), not off the table: no roll
+    under 9 NYCRR 5324.52, the boxperson under N.J.A.C. 13:47-20.25, and the boxperson under
+    house practice too (it reads a die on a die, but the lower die's face is covered)."""
+    b = B.Bench(load_profile("ny-5324"), "camera", far_wall_struck=True)
+    seen = b.observe("die-on-die", 500)
+    assert len(seen["readings"]) == 1
+    want = {"ny-5324": ("no-roll", Reason.DIE_ON_DIE), "nj-13-47": ("boxperson", Reason.DIE_ON_DIE),
+            "house-practice": ("boxperson", Reason.FACE_UNREADABLE)}
+    for name, got in want.items():
+        row = b.decide(seen, load_profile(name))
+        assert row["got"][:2] == got and row["right"], (name, row)
