@@ -457,10 +457,15 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         return known[0] if len(known) >= 2 else None
 
     # --- the other die ended where the one die seen lies: under it, (k)(1) ---------------------
-    stacked = _stacked_under(track, positions, zones, geo, tol) if geo is not None and len(dice) == 1 else None
-    if stacked is not None:
-        notes.append(f"two dice's tracks end {stacked[0]:.1f} mm apart, at the one die seen "
-                     f"({stacked[1]:.1f} mm from it): the other die is under it, (k)(1)")
+    def stacked_under() -> tuple[float, float] | None:
+        """:func:`_stacked_under` for the one die there is (noted), else ``None``."""
+        found = _stacked_under(track, positions, zones, geo, tol) if geo is not None and len(dice) == 1 else None
+        if found is not None:
+            notes.append(f"two dice's tracks end {found[0]:.1f} mm apart, at the one die seen "
+                         f"({found[1]:.1f} mm from it): the other die is under it, (k)(1)")
+        return found
+
+    stacked = stacked_under()
 
     # --- a die the track saw settle on the table but the reader did not find --------------------
     settled = _settled_on_table(track, geo, tol) if geo is not None else []
@@ -475,7 +480,11 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         # many as the two dice less those read
         far = sum(clearance(q) > 2.0 * geo.size for q in settled)
         missing = min(2 - len(dice), max(len(settled) - len(dice), far))
+        done: list[tuple[float, float]] = []
         for x, y in sorted(settled, key=clearance, reverse=True)[:missing]:
+            if any(math.hypot(x - u, y - v) < tol.on_die_ratio * geo.size for u, v in done):
+                continue   # two tracks ending on one spot: one blob (one die on the other), one die
+            done.append((x, y))
             c = geo.cal.to_px([[x, y]])[0]
             s_px = geo.expected_side_px((x, y)) or 10.0
             found = reread((float(c[0]), float(c[1])), s_px) if reread is not None else None
@@ -509,6 +518,9 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             zones.append(zone if zone in ("chip_bank", "dice_cup") else ZONE_PLAYING)
             notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm that the reader did not find: "
                          "it did not leave the table; its face is in dispute, (h)(1)(ii)")
+        if stacked is None:
+            # the one die is one the reader missed, found where the track ended
+            stacked = stacked_under()
 
     in_play = [i for i, z in enumerate(zones) if z == ZONE_PLAYING]
     on_die = [False] * len(dice)
@@ -532,7 +544,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     if len(in_play) == 1:
         i = in_play[0]
         exp = expected_px(i)
-        if stacked is not None and i == 0:
+        if stacked is not None:
             on_die[i] = True
             r = dice[i]
             hidden.append(DieReading(value=None, bbox=r.bbox, centre=r.centre, confidence=0.0, flat=True,

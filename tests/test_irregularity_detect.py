@@ -523,6 +523,10 @@ def test_die_on_die_from_two_tracks_ending_under_the_one_die_seen():
     assert verdict(one, track=under, profile="house-practice") == ("boxperson", "face-unreadable", None)
     beside = [_settling(600, 200), _settling(620, 200)]
     assert verdict(one, track=beside) == ("boxperson", "face-unreadable", None)
+    # the reader missed the upper die too; read again where the tracks ended, it is there
+    found = die(600, 200, None, flat=False, conf=0.1)
+    assert verdict([], track=under, reread=lambda c, s: found) == ("no-roll", "die-on-die", None)
+    assert verdict([], track=under, reread=lambda c, s: None) == ("no-roll", "die-on-die", None)
     # the two tracks end together, but away from the die seen: not under it
     away = [_settling(700, 300), _settling(701, 300)]
     assert verdict(one, track=away)[1] != "die-on-die"
