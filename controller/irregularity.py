@@ -164,6 +164,12 @@ class Tolerances:
             stacks, a stack and a wall), where a die is held cocked: simulated camera, dice
             wedged between two 5-chip stacks were called flat with P(flat) 0.57-0.77 and
             published (4 of 117 throws); flat dice beside one stack 0.73 and up. 0: off.
+        on_top_margin: a die the reader calls not flat whose centre lies at least this far
+            inside the edge of the one stack it rests on, touching nothing else, lies flat on
+            it: nothing can hold it tilted there (a die cocked on a stack's edge has its centre
+            beyond the edge, about half a side out). Simulated camera: dice lying flat on a
+            one-chip stack, centres 0.7-0.95 side inside its edge, were called not flat in
+            7 of 20 throws. 0: off (the die is judged cocked on the stack).
     """
 
     on_die_ratio: float = 0.8
@@ -180,6 +186,7 @@ class Tolerances:
     far_wall_reach_mm: float | None = None
     sure_flat: float = 0.6
     sure_flat_wedged: float = 0.8
+    on_top_margin: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -562,6 +569,18 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     bank = geo.zones.get("chip_bank") if geo is not None else None
     cup = geo.zones.get("dice_cup") if geo is not None else None
 
+    def over_stack_top(i: int) -> tuple[TableObject, float] | None:
+        """A stack whose top holds die ``i``'s centre at least ``on_top_margin`` x side inside
+        its edge: ``(stack, mm inside)``, or ``None``."""
+        if positions[i] is None or not tol.on_top_margin:
+            return None
+        p = where(i)
+        for o in objects:
+            inside = o.radius_mm - math.hypot(p[0] - o.x_mm, p[1] - o.y_mm)
+            if inside >= tol.on_top_margin * side_of(i):
+                return o, inside
+        return None
+
     def contacts(i: int) -> tuple[list[str], list[str], list[str]]:
         """What die ``i`` may rest on: (support: under it, its bottom side rests on it; edge: a
         low stack beside it, its bottom edge may rest on the top; lean: what it leans on
@@ -638,6 +657,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             sides_resting[i] = n_sides
             notes.append(f"cocked die {r.value}: {n_sides} sides rest on objects ({', '.join(support + lean)}): "
                          "void, (h)(1)(i)")
+            continue
+        top = over_stack_top(i)
+        if n_sides == 1 and not edge and top is not None:
+            # its centre over the middle of the stack it rests on, touching nothing else: nothing
+            # holds it tilted, so it lies flat on the stack (a die on a stack's edge has its
+            # centre beyond the edge); the reader's "not flat" is its own error
+            o, inside = top
+            values[i] = replace(r, flat=True, extra={**r.extra, "flat_overridden": "on a stack's top"})
+            notes.append(f"die {r.value} read as not flat lies {inside:.0f} mm inside the top of the {o.kind} at "
+                         f"({o.x_mm:.0f}, {o.y_mm:.0f}), touching nothing else: flat on it")
             continue
         if n_sides == 0 and tol.open_felt_is_flat:
             # nothing within reach to rest on: a die at rest on open felt lies flat; the reader's

@@ -551,3 +551,26 @@ def test_die_the_reader_missed_found_again_cocked_between_two_stacks_is_void():
     assert kind((460, 300), die(460, 300, None, flat=False, conf=0.15)) == ("boxperson", "face-unreadable")
     assert kind((520, 300), die(520, 300, None, flat=True, conf=0.15)) == ("boxperson", "face-unreadable")
     assert kind((520, 300), None) == ("boxperson", "face-unreadable")
+
+
+def test_die_called_not_flat_over_the_middle_of_a_stack_lies_flat_on_it():
+    """A die the reader calls not flat, its centre 14.5 mm inside the top of the one-chip stack it
+    rests on and touching nothing else: nothing holds it tilted, so it lies flat on the stack.
+    N.J.A.C. 13:47-20.25 (a cocked die is the boxperson's) reads it; 9 NYCRR 5324.52(h)(1)(i)
+    read the same face either way. On the stack's edge (centre beyond the edge) it is cocked."""
+    stack = (TableObject(500.0, 300.0, 19.5, 3.3),)
+
+    def judge_on(x, profile):
+        v, obs = judge([die(x, 300, 5, flat=False), die(800, 200, 3)], calibration=CAL,
+                       profile=load_profile(profile), objects=stack)
+        return v.kind, (None if v.reason is None else v.reason.value), v.dice
+
+    assert judge_on(495, "nj-13-47") == ("roll", None, (5, 3))
+    assert judge_on(495, "ny-5324") == ("roll", None, (5, 3))
+    # 9.5 mm beyond the edge: resting on it cocked, the boxperson's under 13:47-20.25
+    assert judge_on(529, "nj-13-47") == ("boxperson", "die-not-flat", None)
+    assert judge_on(529, "ny-5324") == ("roll", None, (5, 3))
+    # off: judged cocked on the stack as before
+    v, _ = judge([die(495, 300, 5, flat=False), die(800, 200, 3)], calibration=CAL,
+                 profile=load_profile("nj-13-47"), objects=stack, tolerances=Tolerances(on_top_margin=0))
+    assert (v.kind, v.reason) == ("boxperson", Reason.DIE_NOT_FLAT)
