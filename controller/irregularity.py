@@ -17,12 +17,15 @@ What is detected, and from what (9 NYCRR 5324.52):
   ``on_die_ratio`` x the die side (two dice lying on the felt are never closer than one side);
   a die not flat within ``leaning_ratio`` x side of the other die (it rests on it); one die
   region of more than ``merged_area_ratio`` x the die's area (the lower die mostly hidden: a
-  hidden die with no value is added so that the verdict sees two dice);
+  hidden die with no value is added so that the verdict sees two dice); one die seen (or found
+  again where the track ended) where two dice's tracks end closer than ``on_die_ratio`` x side
+  to each other (one blob: the other die is under it, not off the table);
 * a die the motion track saw come to rest inside the table but the reader did not find (dice
   touching, read as one; a die beside a chip the detector missed) did not leave the table: with
   ``reread`` (``vision.reader.read_die_at`` on the frame at rest) the die is read where the
-  track ended; if that reads no value, a hidden die with no value is added, so the face is in
-  dispute (boxperson) instead of a wrong "die off table";
+  track ended; a die found there not lying flat, its face unsure, is judged as a cocked die
+  (below: on two objects the roll is void); if nothing is read there, a hidden die with no
+  value is added, so the face is in dispute (boxperson) instead of a wrong "die off table";
 * a die at rest in the chip bank (k)(2)(iii), in the dice cup or on a rail (k)(2)(iv): the zone
   of its centre in table mm; on the rail the die's top is ``wall_height`` above the felt, so its
   centre is corrected for parallax with the height estimated from its apparent size (camera
@@ -41,8 +44,11 @@ What is detected, and from what (9 NYCRR 5324.52):
   the reading's value is withdrawn (``face-unreadable``: boxperson, (h)(1)(ii)). No object
   within reach at all: also a dispute by default; with ``Tolerances.open_felt_is_flat`` the
   reader's "not flat" is taken for its error (nothing can hold a die cocked on open felt) and
-  the die is read flat. With the
-  profile option ``cocked = "as-read"`` (house practice) the face seen uppermost counts;
+  the die is read flat. A die called not flat whose centre lies over the middle of the one
+  stack it rests on (``on_top_margin``), touching nothing else, lies flat on it. A die read
+  flat but barely (``sure_flat``, ``sure_flat_wedged``) beside a wall or touching two objects
+  is in dispute. With the profile option ``cocked = "as-read"`` (house practice) the face seen
+  uppermost counts, but a die on two objects is still void;
 * a dispute as to which face is uppermost, (h)(1)(ii): a value the reader is not sure of (left
   to the verdict's ``min_confidence``).
 
