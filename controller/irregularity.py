@@ -501,7 +501,9 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             c = geo.cal.to_px([[x, y]])[0]
             s_px = geo.expected_side_px((x, y)) or 10.0
             found = reread((float(c[0]), float(c[1])), s_px) if reread is not None else None
-            if found is not None and found.value is not None and all(
+            # a die read there, or a die there not lying flat with its face unsure (a cocked
+            # die, judged by what it rests on below: on two objects the roll is void, (h)(1)(i))
+            if found is not None and (found.value is not None or not found.flat) and all(
                     math.hypot(found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]) > s_px for r in dice):
                 dice.append(replace(found, extra={**found.extra, "from": "track-reread"}))
                 # placed as any die read (the playing area holds the chip bank and the dice
@@ -509,19 +511,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                 p, zone = place(found)
                 positions.append(p)
                 zones.append(zone)
+                what = (f"{found.value} (p {found.confidence:.2f})" if found.value is not None
+                        else "a die not lying flat, its face unsure")
                 notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm that the reader did not find; "
-                             f"read there: {found.value} (p {found.confidence:.2f})")
-                continue
-            if found is not None and found.value is None and not found.flat and all(
-                    math.hypot(found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]) > s_px for r in dice):
-                # a die is there, not lying flat, its face unsure: a cocked die, judged by what it
-                # rests on below ((h)(1)(i): on two objects the roll is void; else a dispute)
-                dice.append(replace(found, extra={**found.extra, "from": "track-reread"}))
-                p, zone = place(found)
-                positions.append(p)
-                zones.append(zone)
-                notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm that the reader did not find; "
-                             "read there: a die not lying flat, its face unsure")
+                             f"read there: {what}")
                 continue
             box = (int(c[0] - s_px / 2), int(c[1] - s_px / 2), int(c[0] + s_px / 2), int(c[1] + s_px / 2))
             dice.append(DieReading(value=None, bbox=box, centre=(float(c[0]), float(c[1])), confidence=0.0,
