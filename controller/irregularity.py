@@ -550,16 +550,13 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     if len(in_play) == 1:
         i = in_play[0]
         exp = expected_px(i)
-        if stacked is not None:
+        merged = bool(exp) and dice[i].side_px ** 2 > tol.merged_area_ratio * exp ** 2
+        if stacked is not None or merged:
             on_die[i] = True
             r = dice[i]
             hidden.append(DieReading(value=None, bbox=r.bbox, centre=r.centre, confidence=0.0, flat=True,
                                      side_px=0.0, extra={"hidden": True}))
-        elif exp and dice[i].side_px ** 2 > tol.merged_area_ratio * exp ** 2:
-            on_die[i] = True
-            r = dice[i]
-            hidden.append(DieReading(value=None, bbox=r.bbox, centre=r.centre, confidence=0.0, flat=True,
-                                     side_px=0.0, extra={"hidden": True}))
+        if stacked is None and merged:
             notes.append(f"one die region of {dice[i].side_px:.1f} px side (die {exp:.1f} px): "
                          "a die on the other die, the lower one hidden, (k)(1)")
 
