@@ -542,8 +542,8 @@ def test_die_the_reader_missed_found_again_cocked_between_two_stacks_is_void():
 
     def kind(end, answer):
         track = [_settling(800, 200), _settling(*end)]
-        v, obs = judge(seen, calibration=CAL, profile=load_profile("ny-5324"), objects=stacks, track=track,
-                       reread=lambda c, s: answer)
+        v, _ = judge(seen, calibration=CAL, profile=load_profile("ny-5324"), objects=stacks, track=track,
+                     reread=lambda c, s: answer)
         return v.kind, (None if v.reason is None else v.reason.value)
 
     cocked = die(520, 300, None, flat=False, conf=0.15)
@@ -561,8 +561,8 @@ def test_die_called_not_flat_over_the_middle_of_a_stack_lies_flat_on_it():
     stack = (TableObject(500.0, 300.0, 19.5, 3.3),)
 
     def judge_on(x, profile):
-        v, obs = judge([die(x, 300, 5, flat=False), die(800, 200, 3)], calibration=CAL,
-                       profile=load_profile(profile), objects=stack)
+        v, _ = judge([die(x, 300, 5, flat=False), die(800, 200, 3)], calibration=CAL,
+                     profile=load_profile(profile), objects=stack)
         return v.kind, (None if v.reason is None else v.reason.value), v.dice
 
     assert judge_on(495, "nj-13-47") == ("roll", None, (5, 3))
