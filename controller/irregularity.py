@@ -126,7 +126,14 @@ class Tolerances:
     Attributes:
         on_die_ratio: two dice centres closer than this: one is on the other (two dice on the
             felt are at least one side apart).
-        leaning_ratio: a die not flat with its centre this close to the other die rests on it.
+        leaning_ratio: a die not flat with its centre this close to the other die rests on it
+            (0.9: simulated camera, a die leaning on the side of a flat die measured 0.94-1.05
+            sides from it, a tilted die on the other's top 0.76).
+        stacked_offset: two tracks ending on one spot mean the other die is under the one die
+            seen only when that die is within this x side of the spot. A die resting on the
+            other has its centre over the lower die's top face, so the pair's centroid (the
+            spot) is within ~0.25 side of it (simulated camera: at most 0.27); two dice side by
+            side seen as one blob put the die seen half a side or more from it.
         merged_area_ratio: a lone die region larger than this x the die's area holds two dice
             (a reader's region of one die takes in its sides and shadow: up to ~1.9 areas).
         support_margin: a die centre within a stack's radius + this: its bottom rests on it.
@@ -166,6 +173,16 @@ class Tolerances:
             leaning 45 degrees on a wall flat with P(flat) 0.5-0.95, and flat dice beside a wall
             0.6-1.0 (simulated table: 0.75 the lowest in 300 natural throws): only the barely-flat
             are sent to the boxperson. 0: off.
+        sure_flat_off_wall: the same, higher, for a die read flat whose centre is at least
+            ``off_wall`` x side from the wall (and within ``lean_contact``). A flat die touching
+            a wall has its centre at most half a diagonal (0.71 side) from it; a die leaning
+            45 degrees on it shows two faces spanning 1.41 sides out from it, read 0.73-1.01
+            side out (simulated camera, 52 leaning dice read flat, P(flat) 0.51-0.96). So a die
+            read flat out there either stands free of the wall or leans on it. Simulated camera:
+            published wrongly leaning on the dice cup 19 -> 3 of 100 throws, on the rail's wall
+            18 -> 2 of 100 (0.6 -> 0.9); natural throws 2 more of 300 to the boxperson (flat
+            dice 0.79-0.87 side out at P(flat) 0.89-0.90). 0: off.
+        off_wall: see ``sure_flat_off_wall``.
         sure_flat_wedged: the same for a die read flat touching two or more objects (two chip
             stacks, a stack and a wall), where a die is held cocked: simulated camera, dice
             wedged between two 5-chip stacks were called flat with P(flat) 0.57-0.77 and
@@ -179,7 +196,8 @@ class Tolerances:
     """
 
     on_die_ratio: float = 0.8
-    leaning_ratio: float = 1.05
+    leaning_ratio: float = 0.9
+    stacked_offset: float = 0.375
     merged_area_ratio: float = 2.6
     support_margin: float = 0.35
     contact_margin: float = 0.9
@@ -191,6 +209,8 @@ class Tolerances:
     open_felt_is_flat: bool = False
     far_wall_reach_mm: float | None = None
     sure_flat: float = 0.6
+    sure_flat_off_wall: float = 0.9
+    off_wall: float = 0.7
     sure_flat_wedged: float = 0.8
     on_top_margin: float = 0.25
 
@@ -321,9 +341,10 @@ def _stacked_under(track, positions, zones, geo: "_Geometry", tol: "Tolerances"
 
     Two dice at rest on the felt have their centres at least one side apart; a die on the
     other is one blob to the camera, so two tracks that end closer than ``on_die_ratio`` x
-    the side to each other, and to the one die read in play, end on one spot: one die is on
-    the other, and the lower one is hidden. (Two dice touching side by side, read as one, end
-    a side apart: not stacked.)
+    the side to each other, with the one die read in play within ``stacked_offset`` x the side
+    of that spot, end on one spot: one die is on the other, and the lower one is hidden. (Two
+    dice touching side by side, read as one, end a side apart, or, tracked as one blob, on
+    one spot half a side or more from the die read: not stacked.)
 
     Args:
         track: the dice's motion tracks, each ``[(t s, x mm, y mm), ...]``, or ``None``.
@@ -344,9 +365,10 @@ def _stacked_under(track, positions, zones, geo: "_Geometry", tol: "Tolerances"
     for a in range(len(near)):
         for b in range(a + 1, len(near)):
             d = math.hypot(near[a][0] - near[b][0], near[a][1] - near[b][1])
-            if d < reach and (best is None or d < best[0]):
-                mid = ((near[a][0] + near[b][0]) / 2, (near[a][1] + near[b][1]) / 2)
-                best = (d, math.hypot(mid[0] - p[0], mid[1] - p[1]))
+            mid = ((near[a][0] + near[b][0]) / 2, (near[a][1] + near[b][1]) / 2)
+            off = math.hypot(mid[0] - p[0], mid[1] - p[1])
+            if d < reach and off < tol.stacked_offset * geo.size and (best is None or d < best[0]):
+                best = (d, off)
     return best
 
 
@@ -607,20 +629,47 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                     lean.append("the other die")
         return support, edge, lean
 
+    def wall_distance(i: int) -> float | None:
+        """Distance (mm) from die ``i``'s centre to the nearest wall it could lean on (the
+        rail: the playing area's edge; the chip bank; the dice cup), ``None`` if unknown."""
+        if positions[i] is None:
+            return None
+        d = [_dist_to_boundary(z, positions[i]) for z in (playing, bank, cup) if z is not None]
+        return min(d) if d else None
+
+    def other_die_unsure(i: int) -> bool:
+        """The other die touches die ``i`` and is not read lying flat (or was never read: found
+        by the track). It is then no object die ``i`` rests on: which of the two rests on which
+        is not known (one die leaning on a flat one is read "not flat" twice, the leaning die
+        sitting in the flat one's window; simulated camera)."""
+        if positions[i] is None:
+            return False
+        reach = (0.5 + tol.lean_contact) * side_of(i)
+        return any(j != i and positions[j] is not None
+                   and (not dice[j].flat or dice[j].extra.get("from") == "track")
+                   and math.hypot(positions[i][0] - positions[j][0], positions[i][1] - positions[j][1]) < reach
+                   for j in in_play)
+
     for i in in_play:
         r = dice[i]
         if on_die[i]:
             continue
         if r.flat:
             p_flat = r.extra.get("p_flat")
-            if p_flat is None or p_flat >= max(tol.sure_flat, tol.sure_flat_wedged) or r.value is None:
+            if p_flat is None or p_flat >= max(tol.sure_flat, tol.sure_flat_wedged, tol.sure_flat_off_wall) \
+                    or r.value is None:
                 continue
             support, edge, lean = contacts(i)
+            if other_die_unsure(i):
+                lean = [w for w in lean if w != "the other die"]   # it leans on this die, not this on it
             touched = support + edge + lean
             walls = [w for w in lean if w in WALLS]
             # (a profile that reads a cocked die as seen reads one leaning on a wall as seen too,
             # but a die resting on two objects is void in every profile)
-            if walls and p_flat < tol.sure_flat and not cocked_as_read:
+            off = wall_distance(i)
+            if walls and not cocked_as_read and (
+                    p_flat < tol.sure_flat
+                    or (p_flat < tol.sure_flat_off_wall and off is not None and off >= tol.off_wall * side_of(i))):
                 # a die leaning about 45 degrees on a wall can look square-on to the reader
                 doubt = f"beside {walls[0]}: it may lean on it"
             elif len(touched) >= 2 and p_flat < tol.sure_flat_wedged:
@@ -635,10 +684,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                                     extra={**r.extra, "seen_value": r.value, "flat_in_doubt": True})
             continue
         support, edge, lean = contacts(i)
+        # The other die is an object this die rests on only when it lies flat itself: with two
+        # dice touching, both read not flat, counting it as a resting side voided throws whose
+        # counted face is only in dispute (simulated camera).
+        mutual = "the other die" in lean and other_die_unsure(i)
+        if mutual:
+            lean = [w for w in lean if w != "the other die"]
         # A low stack beside the die is its support only when the die leans on nothing else:
         # a die leaning on the other die or a wall beside a low stack rests on that, and
         # reading the face opposite the stack's side published wrong rolls (simulated table).
-        if not lean:
+        if not lean and not mutual:
             support += edge
         if "chip bank" in lean:
             # resting against the bank's chips or tray: on the craps bank, (k)(2)(iii), for
@@ -664,7 +719,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             notes.append(f"die {r.value} read as not flat lies {inside:.0f} mm inside the top of the {o.kind} at "
                          f"({o.x_mm:.0f}, {o.y_mm:.0f}), touching nothing else: flat on it")
             continue
-        if n_sides == 0 and tol.open_felt_is_flat:
+        if n_sides == 0 and not mutual and tol.open_felt_is_flat:
             # nothing within reach to rest on: a die at rest on open felt lies flat; the reader's
             # "not flat" is its own error (a die cannot rest cocked on nothing)
             values[i] = replace(r, flat=True, extra={**r.extra, "flat_overridden": True})
@@ -672,6 +727,12 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             continue
         if cocked_as_read:
             notes.append(f"cocked die read as seen: {r.value} (house practice)")
+            continue
+        if mutual and not lean:
+            sides_resting[i] = 1
+            notes.append(f"cocked die ({r.value} seen) touches the other die, which is not read lying flat: "
+                         "which rests on which, and so which face is uppermost, is in dispute, (h)(1)(ii)")
+            values[i] = replace(r, value=None, confidence=0.0, extra={**r.extra, "seen_value": r.value})
             continue
         if support and r.value is not None:
             sides_resting[i] = 1

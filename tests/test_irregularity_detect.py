@@ -125,6 +125,27 @@ def test_barely_flat_die_beside_a_wall_goes_to_the_boxperson():
     assert any("P(flat) 0.55) beside rail" in n for n in obs.notes)
 
 
+def test_die_read_flat_off_the_wall_needs_to_be_surer_of_it():
+    """A die leaning 45 degrees on the rail's wall shows two faces spanning 1.41 sides out from
+    it; read "flat", its centre lies 0.7-1.0 side out. A flat die touching the wall has its
+    centre within half a diagonal (0.71 side) of it. So a die read flat 16 mm (0.84 side) out
+    needs P(flat) 0.9 (``sure_flat_off_wall``), one 12 mm out (touching, if flat) 0.6 as before:
+    below, which face is uppermost is in dispute, 9 NYCRR 5324.52(h)(1)(ii)."""
+    from dataclasses import replace
+
+    def p_flat(r, p):
+        return replace(r, extra={**r.extra, "p_flat": p})
+
+    other = die(700, 300, 3)
+    assert verdict([other, p_flat(die(16, 300, 4), 0.85)]) == ("boxperson", "face-unreadable", None)
+    assert verdict([other, p_flat(die(16, 300, 4), 0.95)]) == ("roll", None, (4, 3))
+    assert verdict([other, p_flat(die(12, 300, 4), 0.85)]) == ("roll", None, (4, 3))
+    # beyond lean_contact (1.1 sides) a die leans on nothing
+    assert verdict([other, p_flat(die(30, 300, 4), 0.85)]) == ("roll", None, (4, 3))
+    # house practice reads a cocked die as seen
+    assert verdict([other, p_flat(die(16, 300, 4), 0.85)], "house-practice") == ("roll", None, (4, 3))
+
+
 def test_barely_flat_die_wedged_between_two_stacks_goes_to_the_boxperson():
     """A die read flat with P(flat) 0.7 between two 5-chip stacks, touching both: it may rest
     cocked on both (more than one side resting voids the roll, 9 NYCRR 5324.52(h)(1)(i)), so
@@ -511,6 +532,23 @@ def test_a_cocked_die_leaning_on_the_rail_or_the_cup_is_not_on_open_felt():
         assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE), obs.notes
 
 
+def test_two_dice_touching_both_read_not_flat_is_a_dispute_not_a_void():
+    """(h)(1)(i)-(ii): a die pushed flat against the stick rail with the other die leaning on
+    it (the simulated camera reads both "not flat": each is in the other's window). The flat
+    one touches the rail and the other die, but the other die is an object it rests on only
+    if that die lies flat; which rests on which is in dispute, so the boxperson decides rather
+    than the roll being void. Before, it was "die-on-several-objects"."""
+    flat_at_rail = die(400, GEOM.width - 10.0, 2, flat=False)
+    leaning = die(400, GEOM.width - 10.0 - 23.0, 5, flat=False)
+    assert verdict([flat_at_rail, leaning]) == ("boxperson", "face-unreadable", None)
+    # (a cocked die is the boxperson's under the casino-night rules anyway)
+    for profile in ("nj-13-47", "ny-4620"):
+        assert verdict([flat_at_rail, leaning], profile=profile) == ("boxperson", "die-not-flat", None)
+    # the other die read lying flat is an object the leaning die rests on: as before
+    assert verdict([die(400, GEOM.width - 10.0, 2), leaning]) == ("boxperson", "face-unreadable", None)
+    assert verdict([flat_at_rail, die(400, GEOM.width - 33.0, 5)]) == ("no-roll", "die-on-several-objects", None)
+
+
 def test_die_on_die_from_two_tracks_ending_under_the_one_die_seen():
     """5324.52(k)(1): the reader sees one die, and the track saw both dice come to rest on that
     spot (ends 1 mm apart): the other die is under it, not off the table. Two dice touching
@@ -523,13 +561,19 @@ def test_die_on_die_from_two_tracks_ending_under_the_one_die_seen():
     assert verdict(one, track=under, profile="house-practice") == ("boxperson", "face-unreadable", None)
     beside = [_settling(600, 200), _settling(620, 200)]
     assert verdict(one, track=beside) == ("boxperson", "face-unreadable", None)
+    # two dice side by side tracked as one blob: both tracks end at the blob's centroid, half
+    # a side from the die read (a die on the other is within ~0.25 side of it)
+    blob = [_settling(610, 200), _settling(610, 200)]
+    assert verdict(one, track=blob) == ("boxperson", "face-unreadable", None)
+    assert verdict(one, track=[_settling(604, 200), _settling(604, 200)]) == ("no-roll", "die-on-die", None)
     # the reader missed the upper die too; read again where the tracks ended, it is there
     found = die(600, 200, None, flat=False, conf=0.1)
     assert verdict([], track=under, reread=lambda c, s: found) == ("no-roll", "die-on-die", None)
     assert verdict([], track=under, reread=lambda c, s: None) == ("no-roll", "die-on-die", None)
-    # the two tracks end together, but away from the die seen: not under it
+    # the two tracks end together, but away from the die seen: not under it; a die settled
+    # there that the reader did not find, whose face is in dispute
     away = [_settling(700, 300), _settling(701, 300)]
-    assert verdict(one, track=away)[1] != "die-on-die"
+    assert verdict(one, track=away) == ("boxperson", "face-unreadable", None)
 
 
 def test_die_the_reader_missed_found_again_cocked_between_two_stacks_is_void():
