@@ -19,7 +19,8 @@ What is detected, and from what (9 NYCRR 5324.52):
   region of more than ``merged_area_ratio`` x the die's area (the lower die mostly hidden: a
   hidden die with no value is added so that the verdict sees two dice); one die seen (or found
   again where the track ended) where two dice's tracks end closer than ``on_die_ratio`` x side
-  to each other (one blob: the other die is under it, not off the table);
+  to each other, within ``stacked_offset`` x side of it (one blob: the other die is under it,
+  not off the table);
 * a die the motion track saw come to rest inside the table but the reader did not find (dice
   touching, read as one; a die beside a chip the detector missed) did not leave the table: with
   ``reread`` (``vision.reader.read_die_at`` on the frame at rest) the die is read where the
@@ -41,14 +42,18 @@ What is detected, and from what (9 NYCRR 5324.52):
   than one side: void (``sides_resting`` > 1). Its bottom on a chip stack: the face opposite it
   is the face seen uppermost, which counts. Leaning sideways on an object, or no object found:
   the counted face is one the camera cannot see, so which face is uppermost is in dispute and
-  the reading's value is withdrawn (``face-unreadable``: boxperson, (h)(1)(ii)). No object
+  the reading's value is withdrawn (``face-unreadable``: boxperson, (h)(1)(ii)). The other die
+  counts as an object a die rests on only when it is read flat: two dice touching, both read
+  not flat, do not tell which rests on which (a dispute, not a void). No object
   within reach at all: also a dispute by default; with ``Tolerances.open_felt_is_flat`` the
   reader's "not flat" is taken for its error (nothing can hold a die cocked on open felt) and
   the die is read flat. A die called not flat whose centre lies over the middle of the one
   stack it rests on (``on_top_margin``), touching nothing else, lies flat on it. A die read
   flat but barely (``sure_flat``, ``sure_flat_wedged``) beside a wall or touching two objects
-  is in dispute. With the profile option ``cocked = "as-read"`` (house practice) the face seen
-  uppermost counts, but a die on two objects is still void;
+  is in dispute, and so is a die read flat not surely enough (``sure_flat_off_wall``) that
+  stands out from a wall where a die leaning on it is seen (``off_wall``). With the profile
+  option ``cocked = "as-read"`` (house practice) the face seen uppermost counts, but a die on
+  two objects is still void;
 * a dispute as to which face is uppermost, (h)(1)(ii): a value the reader is not sure of (left
   to the verdict's ``min_confidence``).
 
