@@ -745,8 +745,11 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             notes.append(f"cocked die: bottom side {opposite_face(r.value)} rests on {support[0]}; "
                          f"the opposite face {r.value} counts, (h)(1)(i)")
             continue
-        sides_resting[i] = 1 if lean else 0
-        what = f"leans on {lean[0]}" if lean else "rests on no object the camera knows"
+        sides_resting[i] = 1 if lean or support else 0
+        if support:   # its bottom side on the stack, but the face opposite it was not read
+            what = f"rests on {support[0]}, its upper face not read"
+        else:
+            what = f"leans on {lean[0]}" if lean else "rests on no object the camera knows"
         notes.append(f"cocked die ({r.value} seen) {what}: which face is uppermost is in dispute, (h)(1)(ii)")
         values[i] = replace(r, value=None, confidence=0.0, extra={**r.extra, "seen_value": r.value})
 

@@ -618,3 +618,16 @@ def test_die_called_not_flat_over_the_middle_of_a_stack_lies_flat_on_it():
     v, _ = judge([die(495, 300, 5, flat=False), die(800, 200, 3)], calibration=CAL,
                  profile=load_profile("nj-13-47"), objects=stack, tolerances=Tolerances(on_top_margin=0))
     assert (v.kind, v.reason) == ("boxperson", Reason.DIE_NOT_FLAT)
+
+
+def test_cocked_die_on_a_low_stack_with_its_face_unread_is_noted_as_resting_on_it():
+    """(h)(1)(i)-(ii): a die cocked on the edge of the 3-chip stack at (330, 70), its face not
+    read: the face that counts (opposite the side on the chips) is unknown, so the boxperson
+    decides, and the note names the stack it rests on (it said "rests on no object")."""
+    cocked = die(330.0 + 19.5 + 11.0, 70.0, None, flat=False, conf=0.35)
+    v, obs = judge([die(700, 300, 3), cocked], calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS)
+    assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE)
+    assert obs.observations[1].sides_resting == 1
+    assert any("rests on chips at (330, 70), its upper face not read" in n for n in obs.notes), obs.notes
+    v, _ = judge([die(700, 300, 3), cocked], calibration=CAL, profile=load_profile("nj-13-47"), objects=CHIPS)
+    assert (v.kind, v.reason) == ("boxperson", Reason.DIE_NOT_FLAT)
