@@ -26,7 +26,9 @@ Run::
     .venv/bin/python bench/irregularity_bench.py --mode truth --throws 200 --natural 3000
     .venv/bin/python bench/irregularity_bench.py --mode camera --throws 20 --natural 100 --budget-s 900
 
-``--budget-s`` stops early and prints what was actually run.
+``--budget-s`` stops early and prints what was actually run. ``--profile all`` (or a list
+separated by commas) simulates and reads each throw once and decides it under every profile
+given, one table each.
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from camera.calibration import Calibration  # noqa: E402
 from controller.irregularity import TableObject, Tolerances, judge  # noqa: E402
-from controller.irregularity_profile import IrregularityProfile, load_profile  # noqa: E402
+from controller.irregularity_profile import SHIPPED, IrregularityProfile, load_profile  # noqa: E402
 from controller.policy import Action  # noqa: E402
 from controller.reasons import Reason  # noqa: E402
 from controller.track import ThrowTracker  # noqa: E402
@@ -319,7 +321,9 @@ class Bench:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=("truth", "camera"), default="truth")
-    ap.add_argument("--profile", default="ny-5324")
+    ap.add_argument("--profile", default="ny-5324",
+                    help="irregularity profile, several separated by commas, or 'all' (each throw is "
+                         "simulated and read once, and decided under every profile given)")
     ap.add_argument("--throws", type=int, default=200, help="seeded throws per irregularity scenario")
     ap.add_argument("--natural", type=int, default=3000, help="natural throws")
     ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS[1:]),
@@ -335,13 +339,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first-seed", type=int, default=0,
                     help="seed of the first throw of each scenario (seeds first-seed .. first-seed + N - 1)")
     ap.add_argument("--budget-s", type=float, default=0.0, help="stop after this many seconds (0: no limit)")
-    ap.add_argument("--show-wrong", type=int, default=5, help="print up to N wrong verdicts per scenario")
+    ap.add_argument("--show-wrong", type=int, default=5,
+                    help="print up to N wrong verdicts (or right ones with another reason) per scenario")
     args = ap.parse_args(argv)
-    profile = load_profile(args.profile)
-    bench = Bench(profile, args.mode, args.fps, wall_sensor=args.wall_sensor, far_wall_struck=args.far_wall_struck)
+    names = list(SHIPPED) if args.profile == "all" else [n.strip() for n in args.profile.split(",") if n.strip()]
+    profiles = [load_profile(n) for n in names]
+    bench = Bench(profiles[0], args.mode, args.fps, wall_sensor=args.wall_sensor,
+                  far_wall_struck=args.far_wall_struck)
     t_start = time.perf_counter()
     plan = [(s, args.throws) for s in args.scenarios] + [("natural", args.natural)]
-    rows: dict[str, list[dict]] = {}
+    by_profile: list[dict[str, list[dict]]] = [{} for _ in profiles]
     stopped = False
     # interleave scenarios so that a budget stop leaves every scenario measured
     seeds = {s: args.first_seed for s, _ in plan}
@@ -354,12 +361,25 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(batch):
                 if seeds[s] >= todo[s]:
                     break
-                rows.setdefault(s, []).append(bench.one(s, seeds[s]))
+                seen = bench.observe(s, seeds[s])
+                for rows, profile in zip(by_profile, profiles):
+                    rows.setdefault(s, []).append(bench.decide(seen, profile))
                 seeds[s] += 1
             if args.budget_s and time.perf_counter() - t_start > args.budget_s:
                 stopped = True
                 break
     elapsed = time.perf_counter() - t_start
+    for k, (rows, profile) in enumerate(zip(by_profile, profiles)):
+        report(rows, profile, args, elapsed, stopped, reader_stats=k == 0)
+    return 0
+
+
+def report(rows: dict[str, list[dict]], profile: IrregularityProfile, args: argparse.Namespace, elapsed: float,
+           stopped: bool, reader_stats: bool = True) -> None:
+    """Print the table of one profile's verdicts (``rows``: scenario -> result rows of
+    :meth:`Bench.decide`), the natural throws' figures and up to ``args.show_wrong`` wrong
+    verdicts per scenario; ``reader_stats``: also the reader's figures on flat dice (the same
+    for every profile)."""
     print(f"irregularity bench: profile {profile.name}, mode {args.mode}"
           f"{', far-wall sensor' if args.wall_sensor else ''}"
           f"{', far wall counted as struck' if args.far_wall_struck else ''}, seeds from {args.first_seed}, {elapsed:.0f} s"
@@ -385,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
               f"the truth, {wrong - wrong_dice} where the truth is not a valid roll; {box} to the boxperson "
               f"({100 * box / n:.2f} %; target <= 0.5 %)")
     reads = [x for rs in rows.values() for r in rs for x in r["reads"]]
-    if reads and args.mode == "camera":
+    if reads and args.mode == "camera" and reader_stats:
         print("reader on flat dice at rest on the felt (all scenarios): confidence bin -> read, right, wrong")
         for lo, hi in ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01)):
             b = [x for x in reads if lo <= x[2] < hi]
@@ -398,9 +418,9 @@ def main(argv: list[str] | None = None) -> int:
         for r in bad:
             exp_r = r["expected"][1].value if r["expected"][1] else None
             got_r = r["got"][1].value if r["got"][1] else None
-            print(f"  wrong {s} seed {r['seed']}: expected {r['expected'][0]} {exp_r} {r['expected'][2]}, "
+            tag = "wrong" if not r["right"] else "right, reason differs:"
+            print(f"  {tag} {s} seed {r['seed']}: expected {r['expected'][0]} {exp_r} {r['expected'][2]}, "
                   f"got {r['got'][0]} {got_r} {r['got'][2]}; truth {r['truth']}; {'; '.join(r['notes'])[:300]}")
-    return 0
 
 
 if __name__ == "__main__":
