@@ -51,7 +51,8 @@ What is detected, and from what (9 NYCRR 5324.52):
   stack it rests on (``on_top_margin``), touching nothing else, lies flat on it. A die read
   flat but barely (``sure_flat``, ``sure_flat_wedged``) beside a wall or touching two objects
   is in dispute, and so is a die read flat not surely enough (``sure_flat_off_wall``) that
-  stands out from a wall where a die leaning on it is seen (``off_wall``). With the profile
+  stands out from a wall, or from the other die lying flat, where a die leaning on it is seen
+  (``off_wall``). With the profile
   option ``cocked = "as-read"`` (house practice) the face seen uppermost counts, but a die on
   two objects is still void;
 * a dispute as to which face is uppermost, (h)(1)(ii): a value the reader is not sure of (left
@@ -187,7 +188,12 @@ class Tolerances:
             seeds 1000-1099: published wrongly leaning on the dice cup 19 -> 5 of 100 throws, on
             the rail's wall 18 -> 6 (0.6 -> 0.85); natural throws 8000-8299, none more to the
             boxperson (at 0.9: 19 -> 3 and 18 -> 2, but 2 more of 300 natural throws to the
-            boxperson, flat dice 0.79-0.87 side out read at P(flat) 0.89-0.90). 0: off.
+            boxperson, flat dice 0.79-0.87 side out read at P(flat) 0.89-0.90). The other die,
+            read flat, is such a wall too (as high as a die), measured from its face: two flat
+            dice touching are 1.0-1.2 sides apart, a die leaning on the other was read flat
+            1.16-1.5 sides from it. Cocked-on-die, ny-5324: wrong rolls 10 -> 6 of 100 (seeds
+            1000-1099), 11 -> 3 (1100-1199); natural throws 1 more of 600 to the boxperson.
+            0: off.
         off_wall: see ``sure_flat_off_wall``.
         sure_flat_wedged: the same for a die read flat touching two or more objects (two chip
             stacks, a stack and a wall), where a die is held cocked: simulated camera, dice
@@ -643,6 +649,15 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         d = [_dist_to_boundary(z, positions[i]) for z in (playing, bank, cup) if z is not None]
         return min(d) if d else None
 
+    def other_die_face_distance(i: int) -> float | None:
+        """Distance (mm) from die ``i``'s centre to the nearest face of the other die in play
+        (its centre distance less half a side), ``None`` if unknown."""
+        if positions[i] is None:
+            return None
+        d = [math.hypot(positions[i][0] - positions[j][0], positions[i][1] - positions[j][1])
+             for j in in_play if j != i and positions[j] is not None]
+        return min(d) - 0.5 * side_of(i) if d else None
+
     def other_die_unsure(i: int) -> bool:
         """The other die touches die ``i`` and is not read lying flat (or was never read: found
         by the track). It is then no object die ``i`` rests on: which of the two rests on which
@@ -673,11 +688,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             # (a profile that reads a cocked die as seen reads one leaning on a wall as seen too,
             # but a die resting on two objects is void in every profile)
             off = wall_distance(i)
+            off_die = other_die_face_distance(i) if "the other die" in lean else None
+            far = tol.off_wall * side_of(i)
             if walls and not cocked_as_read and (
                     p_flat < tol.sure_flat
-                    or (p_flat < tol.sure_flat_off_wall and off is not None and off >= tol.off_wall * side_of(i))):
+                    or (p_flat < tol.sure_flat_off_wall and off is not None and off >= far)):
                 # a die leaning about 45 degrees on a wall can look square-on to the reader
                 doubt = f"beside {walls[0]}: it may lean on it"
+            elif off_die is not None and off_die >= far and p_flat < tol.sure_flat_off_wall and not cocked_as_read:
+                # the flat other die is a wall as high as this one: leaning on it looks the same
+                doubt = "beside the other die, standing out from it: it may lean on it"
             elif len(touched) >= 2 and p_flat < tol.sure_flat_wedged:
                 # a die wedged between two stacks (or a stack and a wall) sits cocked on them
                 doubt = f"touching {touched[0]} and {touched[1]}: it may rest on both"

@@ -146,6 +146,27 @@ def test_die_read_flat_off_the_wall_needs_to_be_surer_of_it():
     assert verdict([other, p_flat(die(16, 300, 4), 0.8)], "house-practice") == ("roll", None, (4, 3))
 
 
+def test_die_read_flat_standing_out_from_the_other_die_needs_to_be_surer_of_it():
+    """The other die, lying flat, is a wall as high as a die: one leaning 45 degrees on it is
+    read "flat" 1.2-1.5 sides from its centre (simulated camera), where two flat dice that
+    touch are 1.0-1.2 apart. A die read flat 25 mm (1.31 sides) from the other needs P(flat)
+    0.85, as off a wall; 21 mm (1.1 sides) away it is a die touching the other, as before.
+    Below, which face is uppermost is in dispute, 9 NYCRR 5324.52(h)(1)(ii)."""
+    from dataclasses import replace
+
+    def p_flat(r, p):
+        return replace(r, extra={**r.extra, "p_flat": p})
+
+    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.8)]) == ("boxperson", "face-unreadable", None)
+    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.9)]) == ("roll", None, (3, 4))
+    assert verdict([die(700, 300, 3), p_flat(die(721, 300, 4), 0.8)]) == ("roll", None, (3, 4))
+    # the other die not read flat leans on this one, not this on it (a dispute of its own)
+    assert verdict([die(700, 300, 3, flat=False), p_flat(die(725, 300, 4), 0.8)])[:2] == \
+        ("boxperson", "face-unreadable")
+    # house practice reads a cocked die as seen
+    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.8)], "house-practice") == ("roll", None, (3, 4))
+
+
 def test_barely_flat_die_wedged_between_two_stacks_goes_to_the_boxperson():
     """A die read flat with P(flat) 0.7 between two 5-chip stacks, touching both: it may rest
     cocked on both (more than one side resting voids the roll, 9 NYCRR 5324.52(h)(1)(i)), so
