@@ -180,7 +180,10 @@ class Tolerances:
             0.6-1.0 (simulated table: 0.75 the lowest in 300 natural throws): only the barely-flat
             are sent to the boxperson. 0: off.
         sure_flat_off_wall: the same, higher, for a die read flat whose centre is at least
-            ``off_wall`` x side from the wall (and within ``lean_contact``). A flat die touching
+            ``off_wall`` x side from the rail or the dice cup beside it (within
+            ``lean_contact``; the chip bank is left out: dice leaning on its tray were read not
+            flat, none published in 200 throws, while flat dice beside it, read at P(flat)
+            0.75, went to the boxperson in the default demo and bank-edge). A flat die touching
             a wall has its centre at most half a diagonal (0.71 side) from it; a die leaning
             45 degrees on it shows two faces spanning 1.41 sides out from it, read 0.73-1.01
             side out (simulated camera, 52 leaning dice read flat, P(flat) 0.51-0.96). So a die
@@ -641,12 +644,13 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                     lean.append("the other die")
         return support, edge, lean
 
-    def wall_distance(i: int) -> float | None:
-        """Distance (mm) from die ``i``'s centre to the nearest wall it could lean on (the
-        rail: the playing area's edge; the chip bank; the dice cup), ``None`` if unknown."""
+    def wall_distance(i: int, walls: Sequence[str]) -> float | None:
+        """Distance (mm) from die ``i``'s centre to the nearest of ``walls`` (names of
+        :data:`WALLS`: the rail is the playing area's edge), ``None`` if none is known."""
         if positions[i] is None:
             return None
-        d = [_dist_to_boundary(z, positions[i]) for z in (playing, bank, cup) if z is not None]
+        shape = {"rail": playing, "chip bank": bank, "dice cup": cup}
+        d = [_dist_to_boundary(shape[w], positions[i]) for w in walls if shape.get(w) is not None]
         return min(d) if d else None
 
     def other_die_face_distance(i: int) -> float | None:
@@ -687,7 +691,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             walls = [w for w in lean if w in WALLS]
             # (a profile that reads a cocked die as seen reads one leaning on a wall as seen too,
             # but a die resting on two objects is void in every profile)
-            off = wall_distance(i)
+            off = wall_distance(i, [w for w in walls if w != "chip bank"])
             off_die = other_die_face_distance(i) if "the other die" in lean else None
             far = tol.off_wall * side_of(i)
             if walls and not cocked_as_read and (

@@ -144,6 +144,10 @@ def test_die_read_flat_off_the_wall_needs_to_be_surer_of_it():
     assert verdict([other, p_flat(die(30, 300, 4), 0.8)]) == ("roll", None, (4, 3))
     # house practice reads a cocked die as seen
     assert verdict([other, p_flat(die(16, 300, 4), 0.8)], "house-practice") == ("roll", None, (4, 3))
+    # the chip bank is left out: 16 mm off its inner side, read at P(flat) 0.8, a roll
+    x0, y0, x1, y1 = GEOM.bank_rect
+    assert verdict([other, p_flat(die((x0 + x1) / 2, y1 + 16, 4), 0.8)]) == ("roll", None, (4, 3))
+    assert verdict([other, p_flat(die((x0 + x1) / 2, y1 + 16, 4), 0.55)]) == ("boxperson", "face-unreadable", None)
 
 
 def test_die_read_flat_standing_out_from_the_other_die_needs_to_be_surer_of_it():
