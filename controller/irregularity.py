@@ -691,14 +691,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             walls = [w for w in lean if w in WALLS]
             # (a profile that reads a cocked die as seen reads one leaning on a wall as seen too,
             # but a die resting on two objects is void in every profile)
-            off = wall_distance(i, [w for w in walls if w != "chip bank"])
+            off_walls = [w for w in walls if w != "chip bank"]   # (the bank: see sure_flat_off_wall)
+            off = wall_distance(i, off_walls)
             off_die = other_die_face_distance(i) if "the other die" in lean else None
             far = tol.off_wall * side_of(i)
-            if walls and not cocked_as_read and (
-                    p_flat < tol.sure_flat
-                    or (p_flat < tol.sure_flat_off_wall and off is not None and off >= far)):
+            if walls and not cocked_as_read and p_flat < tol.sure_flat:
                 # a die leaning about 45 degrees on a wall can look square-on to the reader
                 doubt = f"beside {walls[0]}: it may lean on it"
+            elif off is not None and off >= far and p_flat < tol.sure_flat_off_wall and not cocked_as_read:
+                # where a die leaning on the wall is seen, and a flat die does not touch it
+                doubt = f"beside {off_walls[0]}, standing out from it: it may lean on it"
             elif off_die is not None and off_die >= far and p_flat < tol.sure_flat_off_wall and not cocked_as_read:
                 # the flat other die is a wall as high as this one: leaning on it looks the same
                 doubt = "beside the other die, standing out from it: it may lean on it"
