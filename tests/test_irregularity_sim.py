@@ -239,3 +239,17 @@ def test_camera_die_on_die_is_not_a_die_off_table():
     for name, got in want.items():
         row = b.decide(seen, load_profile(name))
         assert row["got"][:2] == got and row["right"], (name, row)
+
+
+def test_bench_decides_each_throw_under_every_profile_given(capsys):
+    """``--profile ny-5324,nj-13-47``: one simulated throw of a die dropped on a rail, one table
+    per profile. 9 NYCRR 5324.52(k)(2)(iv) makes it a no roll; N.J.A.C. 13:47 is silent, so its
+    profile gives the rail to the boxperson."""
+    assert B.main(["--mode", "truth", "--far-wall-struck", "--throws", "1", "--natural", "0",
+                   "--scenarios", "on-rail", "--profile", "ny-5324,nj-13-47", "--show-wrong", "0"]) == 0
+    out = capsys.readouterr().out
+    tables = out.split("irregularity bench: profile ")[1:]
+    assert [t.split(",")[0] for t in tables] == ["ny-5324", "nj-13-47"]
+    rows = [next(line.split() for line in t.splitlines() if line.startswith("on-rail")) for t in tables]
+    # scenario, throws, right, right %, no-roll, boxp, roll
+    assert [r[1:3] + r[4:7] for r in rows] == [["1", "1", "1", "0", "0"], ["1", "1", "0", "1", "0"]]
