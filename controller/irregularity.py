@@ -52,9 +52,8 @@ What is detected, and from what (9 NYCRR 5324.52):
   flat but barely (``sure_flat``, ``sure_flat_wedged``) beside a wall or touching two objects
   is in dispute, and so is a die read flat not surely enough (``sure_flat_off_wall``) that
   stands out from a wall, or from the other die lying flat, where a die leaning on it is seen
-  (``off_wall``). With the profile
-  option ``cocked = "as-read"`` (house practice) the face seen uppermost counts, but a die on
-  two objects is still void;
+  (``off_wall``). With the profile option ``cocked = "as-read"`` (house practice) the face
+  seen uppermost counts, but a die on two objects is still void;
 * a dispute as to which face is uppermost, (h)(1)(ii): a value the reader is not sure of (left
   to the verdict's ``min_confidence``).
 
@@ -182,7 +181,7 @@ class Tolerances:
         sure_flat_off_wall: the same, higher, for a die read flat whose centre is at least
             ``off_wall`` x side from the rail or the dice cup beside it (within
             ``lean_contact``; the chip bank is left out: dice leaning on its tray were read not
-            flat, none published in 200 throws, while flat dice beside it, read at P(flat)
+            flat, none published wrongly under ny-5324 in 200 throws, while flat dice beside it, read at P(flat)
             0.75, went to the boxperson in the default demo and bank-edge). A flat die touching
             a wall has its centre at most half a diagonal (0.71 side) from it; a die leaning
             45 degrees on it shows two faces spanning 1.41 sides out from it, read 0.73-1.01
@@ -614,6 +613,12 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                 return o, inside
         return None
 
+    def apart(i: int, j: int) -> float:
+        """Distance (mm) between the centres of dice ``i`` and ``j`` (``inf`` if unknown)."""
+        if positions[i] is None or positions[j] is None:
+            return math.inf
+        return math.hypot(positions[i][0] - positions[j][0], positions[i][1] - positions[j][1])
+
     def contacts(i: int) -> tuple[list[str], list[str], list[str]]:
         """What die ``i`` may rest on: (support: under it, its bottom side rests on it; edge: a
         low stack beside it, its bottom edge may rest on the top; lean: what it leans on
@@ -639,8 +644,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             if cup is not None and _dist_to_boundary(cup, p) < tol.lean_contact * s:
                 lean.append("dice cup")
             for j in in_play:
-                if j != i and positions[j] is not None and \
-                        math.hypot(p[0] - positions[j][0], p[1] - positions[j][1]) < (0.5 + tol.lean_contact) * s:
+                if j != i and apart(i, j) < (0.5 + tol.lean_contact) * s:
                     lean.append("the other die")
         return support, edge, lean
 
@@ -656,37 +660,35 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     def other_die_face_distance(i: int) -> float | None:
         """Distance (mm) from die ``i``'s centre to the nearest face of the other die in play
         (its centre distance less half a side), ``None`` if unknown."""
-        if positions[i] is None:
-            return None
-        d = [math.hypot(positions[i][0] - positions[j][0], positions[i][1] - positions[j][1])
-             for j in in_play if j != i and positions[j] is not None]
-        return min(d) - 0.5 * side_of(i) if d else None
+        d = min((apart(i, j) for j in in_play if j != i), default=math.inf)
+        return d - 0.5 * side_of(i) if d < math.inf else None
 
     def other_die_unsure(i: int) -> bool:
         """The other die touches die ``i`` and is not read lying flat (or was never read: found
         by the track). It is then no object die ``i`` rests on: which of the two rests on which
         is not known (one die leaning on a flat one is read "not flat" twice, the leaning die
         sitting in the flat one's window; simulated camera)."""
-        if positions[i] is None:
-            return False
         reach = (0.5 + tol.lean_contact) * side_of(i)
-        return any(j != i and positions[j] is not None
-                   and (not dice[j].flat or dice[j].extra.get("from") == "track")
-                   and math.hypot(positions[i][0] - positions[j][0], positions[i][1] - positions[j][1]) < reach
+        return any(j != i and (not dice[j].flat or dice[j].extra.get("from") == "track")
+                   and apart(i, j) < reach
                    for j in in_play)
 
     for i in in_play:
         r = dice[i]
         if on_die[i]:
             continue
+        support, edge, lean = contacts(i)
+        # The other die is an object this die rests on (or is wedged against) only when it lies
+        # flat itself: with two dice touching, both read not flat, counting it as a resting side
+        # voided throws whose counted face is only in dispute (simulated camera).
+        mutual = "the other die" in lean and other_die_unsure(i)
+        if mutual:
+            lean = [w for w in lean if w != "the other die"]
         if r.flat:
             p_flat = r.extra.get("p_flat")
             if p_flat is None or p_flat >= max(tol.sure_flat, tol.sure_flat_wedged, tol.sure_flat_off_wall) \
                     or r.value is None:
                 continue
-            support, edge, lean = contacts(i)
-            if other_die_unsure(i):
-                lean = [w for w in lean if w != "the other die"]   # it leans on this die, not this on it
             touched = support + edge + lean
             walls = [w for w in lean if w in WALLS]
             # (a profile that reads a cocked die as seen reads one leaning on a wall as seen too,
@@ -715,13 +717,6 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                 values[i] = replace(r, value=None, confidence=0.0,
                                     extra={**r.extra, "seen_value": r.value, "flat_in_doubt": True})
             continue
-        support, edge, lean = contacts(i)
-        # The other die is an object this die rests on only when it lies flat itself: with two
-        # dice touching, both read not flat, counting it as a resting side voided throws whose
-        # counted face is only in dispute (simulated camera).
-        mutual = "the other die" in lean and other_die_unsure(i)
-        if mutual:
-            lean = [w for w in lean if w != "the other die"]
         # A low stack beside the die is its support only when the die leans on nothing else:
         # a die leaning on the other die or a wall beside a low stack rests on that, and
         # reading the face opposite the stack's side published wrong rolls (simulated table).
