@@ -674,6 +674,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                    for j in in_play)
 
     for i in in_play:
+        face_p = dice[i].extra.get("p_flat_face")
+        if face_p is not None and dice[i].extra.get("p_flat", face_p) < face_p and not any(contacts(i)):
+            # The tilt classifier's doubt (vision.learned.p_flat_tilt) needs an object to hold the
+            # die cocked: on open felt, nothing within reach, the face classifier's own P(flat)
+            # stands (simulated camera, natural throws 8600-8799: 3 flat dice there called not
+            # flat by the tilt classifier alone, sent to the boxperson).
+            dice[i] = values[i] = replace(dice[i], flat=face_p >= 0.5,
+                                          extra={**dice[i].extra, "p_flat": face_p, "tilt_set_aside": True})
+
+    for i in in_play:
         r = dice[i]
         if on_die[i]:
             continue

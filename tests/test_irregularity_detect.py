@@ -238,6 +238,34 @@ def test_not_flat_on_open_felt_is_a_dispute_unless_told_otherwise():
     assert (v.kind, v.dice) == ("roll", (2, 5))
 
 
+def test_tilt_classifiers_doubt_counts_only_where_an_object_can_hold_the_die_cocked():
+    """The reader's P(flat) is the lower of the face classifier's and the tilt classifier's
+    (vision.learned.p_flat_tilt; ``extra["p_flat_face"]`` keeps the first). Beside the 3-chip
+    stack the tilt classifier's "not flat" makes the die cocked on it: under nj-13-47 the
+    boxperson decides (die-not-flat), under ny-5324 the face opposite the resting side counts.
+    On open felt nothing can hold a die cocked: the face classifier's own P(flat) stands, a roll
+    (it was a dispute, face-unreadable, in 3 of 200 natural simulated throws)."""
+    from dataclasses import replace
+
+    def tilted(r, p_face, p_tilt):
+        return replace(r, flat=min(p_face, p_tilt) >= 0.5,
+                       extra={**r.extra, "p_flat": min(p_face, p_tilt), "p_flat_face": p_face})
+
+    beside_stack = tilted(die(345, 70, 5), 0.97, 0.1)
+    assert verdict([die(600, 300, 2), beside_stack], "nj-13-47") == ("boxperson", "die-not-flat", None)
+    assert verdict([die(600, 300, 2), beside_stack]) == ("roll", None, (5, 2))
+    open_felt = tilted(die(800, 300, 5), 0.97, 0.1)
+    assert verdict([die(600, 300, 2), open_felt], "nj-13-47") == ("roll", None, (2, 5))
+    assert verdict([die(600, 300, 2), open_felt]) == ("roll", None, (2, 5))
+    obs = observe_throw([die(600, 300, 2), open_felt], calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS)
+    assert obs.observations[1].reading.flat is True
+    assert obs.observations[1].reading.extra["p_flat"] == 0.97
+    # both classifiers calling it not flat on open felt: a dispute, as before
+    both = tilted(die(800, 300, 5), 0.3, 0.1)
+    assert verdict([die(600, 300, 2), both]) == ("boxperson", "face-unreadable", None)
+    assert verdict([die(600, 300, 2), both], "nj-13-47") == ("boxperson", "die-not-flat", None)
+
+
 def test_cocked_on_chips_and_against_the_rail_is_void():
     objects = CHIPS + (TableObject(200.0, 22.0, 19.5, 6.6),)
     readings = [die(600, 300, 2), die(205, 10, 4, flat=False)]

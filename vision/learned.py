@@ -44,6 +44,9 @@ from vision.types import DieReading
 MODEL_DIR = Path(__file__).resolve().parent / "models"
 CENTRES_ONNX = MODEL_DIR / "dice_centres.onnx"
 FACES_ONNX = MODEL_DIR / "dice_faces.onnx"
+#: The second opinion on flatness (:func:`p_flat_tilt`); optional: without it P(flat) is the
+#: face classifier's alone.
+TILT_ONNX = MODEL_DIR / "dice_tilt.onnx"
 
 #: Classifier input side (pixels) and the window it sees, in die box sides.
 CROP = 48
@@ -169,6 +172,52 @@ def _nets() -> tuple[OnnxNet, OnnxNet]:
     # networks, not in the first verdict whose die goes to the classical fallback.
     cv2.cvtColor(np.zeros((1, 1, 3), np.uint8), cv2.COLOR_BGR2LAB)
     return OnnxNet(CENTRES_ONNX), OnnxNet(FACES_ONNX)
+
+
+@functools.lru_cache(maxsize=1)
+def _tilt_net() -> OnnxNet | None:
+    """The tilt classifier (loaded once), or ``None`` when its weights are not shipped."""
+    return OnnxNet(TILT_ONNX) if TILT_ONNX.is_file() else None
+
+
+def p_flat_tilt(img: np.ndarray, found: list[tuple[float, float, float, float]]) -> np.ndarray | None:
+    """P(the die lies flat) of each candidate from the tilt classifier
+    (``vision/models/dice_tilt.onnx``, :mod:`vision.train.tilt`), or ``None`` when it is not
+    shipped.
+
+    A second opinion on the face classifier's P(flat): that output, learned beside the faces,
+    called dice cocked about 25 degrees on the edge of a 2-chip stack flat (simulated camera,
+    P(flat) up to 0.98; 13 of 24 held-out renders), so the table published their seen face as a
+    valid roll where the profile gives a cocked die to the boxperson. The tilt classifier
+    learned flatness alone, on die crops from renders of every forced scenario (flat and not,
+    labelled by the simulator) and from the real train photos (flat).
+
+    Args:
+        img: uint8 ``(H, W, 3)`` BGR frame.
+        found: candidates ``[(x, y, box side, score)]`` (pixels), each cropped as the face
+            classifier sees it (:func:`crop_die`, upright).
+
+    Returns:
+        float32 ``(len(found),)`` in 0..1, or ``None``.
+    """
+    net = _tilt_net()
+    if net is None or not found:
+        return None
+    crops = np.stack([crop_die(img, x, y, size) for x, y, size, _ in found])
+    return net(standardise(crops)).reshape(len(found))
+
+
+def _with_tilt(img: np.ndarray, probs: np.ndarray, found: list[tuple[float, float, float, float]]
+               ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``probs`` with P(flat) (column 7) lowered to the tilt classifier's where it is lower,
+    and the face classifier's own P(flat) column (``None`` without the tilt classifier)."""
+    tilt = p_flat_tilt(img, found)
+    if tilt is None:
+        return probs, None
+    own = probs[:, 7].copy()
+    probs = probs.copy()
+    probs[:, 7] = np.minimum(own, tilt)
+    return probs, own
 
 
 def standardise(crops: np.ndarray) -> np.ndarray:
@@ -444,8 +493,10 @@ def _classical_value(img: np.ndarray, x: float, y: float, size: float) -> tuple[
 
 
 def _reading(x: float, y: float, size: float, score: float, p: np.ndarray, value: int | None,
-             conf: float, frame_wh: tuple[int, int]) -> DieReading:
-    """The :class:`DieReading` of a candidate at ``(x, y)`` with box side ``size`` (pixels)."""
+             conf: float, frame_wh: tuple[int, int], p_flat_face: float | None = None) -> DieReading:
+    """The :class:`DieReading` of a candidate at ``(x, y)`` with box side ``size`` (pixels);
+    ``p[7]`` is P(flat) (with the tilt classifier's opinion, :func:`_with_tilt`), and
+    ``p_flat_face`` the face classifier's own, when the two differ."""
     w, h = frame_wh
     half = size / 2
     bbox = (max(0, int(np.floor(x - half))), max(0, int(np.floor(y - half))),
@@ -456,7 +507,8 @@ def _reading(x: float, y: float, size: float, score: float, p: np.ndarray, value
                       flat=bool(p[7] >= 0.5), side_px=float(size / 1.2), angle_deg=0.0,
                       extra={"p": [round(float(v), 4) for v in p[:7]], "p_flat": round(float(p[7]), 4),
                              "centre_score": round(score, 4),
-                             "reason": reason})
+                             "reason": reason,
+                             **({} if p_flat_face is None else {"p_flat_face": round(float(p_flat_face), 4)})})
 
 
 def read_die_at(image: np.ndarray, centre: tuple[float, float], side_px: float) -> DieReading | None:
@@ -495,13 +547,14 @@ def read_die_at(image: np.ndarray, centre: tuple[float, float], side_px: float) 
         x, y, size = found[0][0], found[0][1], max(found[0][2], box)
         if moved < 0.05 * box:
             break
+    probs, own = _with_tilt(img, probs, [(x, y, size, score)])
     p = probs[0]
     cls = int(np.argmax(p[:7]))
     if cls == NOT_A_FACE:
         return None
     pc = float(p[cls])
     value, conf = (cls + 1, pc) if pc >= _threshold(score) else (None, min(0.2, pc * 0.2))
-    return _reading(x, y, size, score, p, value, conf, (w, h))
+    return _reading(x, y, size, score, p, value, conf, (w, h), None if own is None else float(own[0]))
 
 
 def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = None,
@@ -554,8 +607,9 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
             keep.append(i)
     keep.sort()
     found, probs = [found[i] for i in keep], probs[keep]
+    probs, own = _with_tilt(img, probs, found)
     out = []
-    for (x, y, size, score), p in zip(found, probs):
+    for k, ((x, y, size, score), p) in enumerate(zip(found, probs)):
         cls = int(np.argmax(p[:7]))
         pc = float(p[cls])
         if cls == NOT_A_FACE:
@@ -572,7 +626,7 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
                     value, conf = vc, min(cc, 0.5 + 0.5 * float(p[vc - 1]))
             if value is None and score < CENTRE_READ:
                 continue   # a weak peak that neither reader can read: a print, a chip's edge
-        out.append(_reading(x, y, size, score, p, value, conf, (w, h)))
+        out.append(_reading(x, y, size, score, p, value, conf, (w, h), None if own is None else float(own[k])))
     side = float(np.median([d.side_px for d in out])) if out else 1.0
     out.sort(key=lambda d: (round(d.centre[1] / max(side, 1.0)), d.centre[0]))
     return out

@@ -1,0 +1,180 @@
+"""Train the tilt classifier, the reader's second opinion on flatness
+(``vision/models/dice_tilt.onnx``, :func:`vision.learned.p_flat_tilt`).
+
+Data (train data only, never the report splits):
+
+- die crops from simulator renders (``python -m vision.train.sim_data``), flat or not as the
+  simulator labels them; held out: every throw whose seed is 3 modulo 7;
+- die crops from the real train photos (``topdown("fit")``, ``oblique("fit")`` of
+  :mod:`vision.train.data`), all labelled flat: without them the classifier, trained on renders
+  alone, called 2 in 3 real photographed dice "not flat".
+
+Each crop is the face classifier's window (:func:`vision.learned.crop_die`: 1.25 die boxes,
+48x48) around the die, its centre moved up to 10 % of a box, its size 0.9..1.15 x, turned any
+angle and mirrored; a die not lying flat is cropped 12 times, a flat one 4 (renders) or 3 (photos).
+Batches of 128: 64 not flat (renders), 40 flat renders, 24 flat photos; noise, 90-degree turns
+and a mirror added per batch. Loss: binary cross-entropy. AdamW, cosine learning rate.
+
+Usage::
+
+    python -m vision.train.sim_data /tmp/tilt/forced --throws 1000 --first-seed 30000 \\
+        --scenarios cocked-on-chips cocked-on-chips flat-on-one-chip cocked-two-objects \\
+        cocked-chips-other-rail cocked-on-rail-wall cocked-on-cup cocked-on-die cocked-on-bank-side bank-edge
+    python -m vision.train.sim_data /tmp/tilt/mix --throws 700 --first-seed 32000
+    python -m vision.train.tilt /tmp/tilt/forced /tmp/tilt/mix --minutes 10
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import torch
+from torch import nn
+
+import vision.learned as L
+from vision.train import data as D
+
+
+class TiltNet(nn.Module):
+    """Input ``(N, 3, 48, 48)`` float32, each crop standardised (:func:`vision.learned.standardise`);
+    output ``(N, 1)``: P(the die lies flat). Four 3x3 convolutions (16-64 channels), ~5.9 M
+    multiply-adds a crop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 48, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(48, 64, 3, 1, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.head = nn.Linear(64, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.head(self.features(x)))
+
+
+def render_crops(dirs: list[Path], seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Crops of every die on the table in the renders of ``dirs``:
+    ``{"fit" | "hold": (uint8 (N, 48, 48, 3) crops, bool (N,) flat, str (N,) scenario|rests_on)}``.
+    The held-out crops are upright, at the die's true centre and size."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, tuple[list, list, list]] = {"fit": ([], [], []), "hold": ([], [], [])}
+    for d in dirs:
+        for js in sorted(Path(d).glob("sim_*.json")):
+            split = "hold" if int(js.stem.split("_")[1]) % 7 == 3 else "fit"
+            t = json.loads(js.read_text())
+            img = cv2.imread(str(js.with_suffix(".png")))
+            for die in t["dice"]:
+                if die["rests_on"] == "off-table":
+                    continue
+                k = 1 if split == "hold" else (4 if die["flat"] else 12)
+                for _ in range(k):
+                    box = 1.2 * t["side_px"]
+                    cx, cy, angle = die["centre_px"][0], die["centre_px"][1], 0.0
+                    if split == "fit":
+                        box *= rng.uniform(0.9, 1.15)
+                        cx += rng.uniform(-0.1, 0.1) * box
+                        cy += rng.uniform(-0.1, 0.1) * box
+                        angle = float(rng.uniform(0, 360))
+                    c = L.crop_die(img, cx, cy, box, angle)
+                    if split == "fit" and rng.random() < 0.5:
+                        c = c[:, ::-1]
+                    out[split][0].append(c)
+                    out[split][1].append(bool(die["flat"]))
+                    out[split][2].append(f"{t['scenario']}|{die['rests_on']}")
+    return {k: (np.stack(x), np.array(y), np.array(g)) for k, (x, y, g) in out.items() if x}
+
+
+def photo_crops(seed: int = 5) -> np.ndarray:
+    """uint8 ``(N, 48, 48, 3)`` crops of the dice of the real train photos (fit part), 3 each."""
+    rng = np.random.default_rng(seed)
+    crops = []
+    for smp in D.topdown("fit") + D.oblique("fit"):
+        img = smp.load()
+        for d in smp.dice:
+            for _ in range(3):
+                box = d.size * rng.uniform(0.9, 1.15)
+                c = L.crop_die(img, d.cx + rng.uniform(-0.1, 0.1) * box, d.cy + rng.uniform(-0.1, 0.1) * box,
+                               box, float(rng.uniform(0, 360)))
+                crops.append(c[:, ::-1] if rng.random() < 0.5 else c)
+    return np.stack(crops)
+
+
+def train(dirs: list[Path], minutes: float, out: Path, lr: float = 2e-3, threads: int = 2, seed: int = 0) -> TiltNet:
+    """Train :class:`TiltNet` for ``minutes`` and export it to ``out`` (ONNX, input ``crop``
+    ``(n, 3, 48, 48)``, output ``p_flat`` ``(n, 1)``); prints held-out figures as it goes."""
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed + 1)
+    sets = render_crops(dirs)
+    xf, yf, _ = sets["fit"]
+    xh, yh, gh = sets["hold"]
+    XF = torch.from_numpy(L.standardise(xf))
+    XR = torch.from_numpy(L.standardise(photo_crops()))
+    XH = torch.from_numpy(L.standardise(xh))
+    flat_i, tilted_i = np.flatnonzero(yf), np.flatnonzero(~yf)
+    print(f"render crops: {len(xf)} fit ({len(tilted_i)} not flat), {len(xh)} held out; photo crops {len(XR)}")
+    net = TiltNet()
+    opt = torch.optim.AdamW(net.parameters(), lr, weight_decay=1e-4)
+    t0, step = time.time(), 0
+    while (el := time.time() - t0) < minutes * 60:
+        idx = np.concatenate([rng.choice(flat_i, 40), rng.choice(tilted_i, 64)])
+        ir = rng.choice(len(XR), 24)
+        xb = torch.cat([XR[ir], XF[idx]])
+        yb = torch.from_numpy(np.concatenate([np.ones(24, np.float32), yf[idx].astype(np.float32)]))[:, None]
+        xb = xb + torch.randn_like(xb) * torch.rand(len(xb), 1, 1, 1) * 0.15
+        xb = torch.rot90(xb, int(rng.integers(4)), (2, 3))
+        if rng.random() < 0.5:
+            xb = torch.flip(xb, (3,))
+        loss = nn.functional.binary_cross_entropy(net(xb), yb)
+        for g in opt.param_groups:
+            g["lr"] = lr * 0.5 * (1 + math.cos(math.pi * min(1.0, el / (minutes * 60))))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        step += 1
+        if step % 2000 == 0:
+            report(net, XH, yh, gh, f"step {step} loss {loss.item():.3f}", per_group=False)
+    report(net, XH, yh, gh, f"final, {step} steps", per_group=True)
+    net.eval()
+    torch.onnx.export(net, torch.zeros(1, 3, L.CROP, L.CROP), str(out), input_names=["crop"],
+                      output_names=["p_flat"], dynamic_axes={"crop": {0: "n"}, "p_flat": {0: "n"}},
+                      opset_version=13, dynamo=False)
+    print("wrote", out)
+    return net
+
+
+def report(net: TiltNet, xh: torch.Tensor, yh: np.ndarray, gh: np.ndarray, title: str, per_group: bool) -> None:
+    """Print the held-out renders' share of dice not flat called so, and of flat ones kept."""
+    net.eval()
+    with torch.no_grad():
+        p = net(xh)[:, 0].numpy()
+    net.train()
+    print(f"{title}: held out, not flat called not flat {(p[~yh] < 0.5).mean():.3f} of {(~yh).sum()}, "
+          f"flat called flat {(p[yh] >= 0.5).mean():.3f} of {yh.sum()}", flush=True)
+    if per_group:
+        for g in sorted(set(gh)):
+            m = gh == g
+            print(f"  {g}: {m.sum()} dice, {yh[m].sum()} flat, {(p[m] >= 0.5).sum()} called flat")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("renders", type=Path, nargs="+", help="folders written by vision.train.sim_data")
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=L.TILT_ONNX)
+    a = ap.parse_args()
+    cv2.setNumThreads(1)
+    train(a.renders, a.minutes, a.out, a.lr, a.threads, a.seed)
+
+
+if __name__ == "__main__":
+    main()
