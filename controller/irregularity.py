@@ -674,14 +674,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                    for j in in_play)
 
     for i in in_play:
-        face_p = dice[i].extra.get("p_flat_face")
-        if face_p is not None and dice[i].extra.get("p_flat", face_p) < face_p and not any(contacts(i)):
-            # The tilt classifier's doubt (vision.learned.p_flat_tilt) needs an object to hold the
-            # die cocked: on open felt, nothing within reach, the face classifier's own P(flat)
-            # stands (simulated camera, natural throws 8600-8799: 3 flat dice there called not
-            # flat by the tilt classifier alone, sent to the boxperson).
-            dice[i] = values[i] = replace(dice[i], flat=face_p >= 0.5,
-                                          extra={**dice[i].extra, "p_flat": face_p, "tilt_set_aside": True})
+        tilt_p, face_p = dice[i].extra.get("p_flat_tilt"), dice[i].extra.get("p_flat")
+        if tilt_p is not None and face_p is not None and tilt_p < face_p and any(contacts(i)):
+            # Beside an object that can hold it cocked, the die's P(flat) is the lower of the face
+            # classifier's and the tilt classifier's (vision.learned.p_flat_tilt): the face
+            # classifier called dice cocked on a 2-chip stack's edge flat (simulated camera,
+            # nj-13-47: 41 of 100 such throws published as valid rolls). On open felt nothing can
+            # hold a die cocked, and the tilt classifier alone called 3 flat dice of 200 natural
+            # throws there not flat (8600-8799): the face classifier's stands.
+            dice[i] = values[i] = replace(dice[i], flat=tilt_p >= 0.5,
+                                          extra={**dice[i].extra, "p_flat": tilt_p, "p_flat_face": face_p})
 
     for i in in_play:
         r = dice[i]
@@ -741,6 +743,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         # each distinct object touched is a side resting on it (a die wedged between two
         # stacks rests on both with two sides); one object under the die is its bottom side
         n_sides = len(support) + len(lean)
+        if n_sides > 1 and r.extra.get("p_flat_face", 0.0) >= 0.5:
+            # only the tilt classifier calls it not flat (vision.learned.p_flat_tilt), the face
+            # classifier flat: whether it rests on those objects at all is in dispute, not a void
+            # (simulated camera, natural seed 9095: two flat dice side by side by the dice cup)
+            sides_resting[i] = 1
+            notes.append(f"die {r.value}: the tilt classifier calls it not flat, the face classifier flat, "
+                         f"touching {', '.join(support + lean)}: whether it rests on them, and so which face "
+                         "is uppermost, is in dispute, (h)(1)(ii)")
+            values[i] = replace(r, value=None, confidence=0.0, extra={**r.extra, "seen_value": r.value})
+            continue
         if n_sides > 1:
             sides_resting[i] = n_sides
             notes.append(f"cocked die {r.value}: {n_sides} sides rest on objects ({', '.join(support + lean)}): "

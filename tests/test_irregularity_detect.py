@@ -239,17 +239,19 @@ def test_not_flat_on_open_felt_is_a_dispute_unless_told_otherwise():
 
 
 def test_tilt_classifiers_doubt_counts_only_where_an_object_can_hold_the_die_cocked():
-    """The reader's P(flat) is the lower of the face classifier's and the tilt classifier's
-    (vision.learned.p_flat_tilt; ``extra["p_flat_face"]`` keeps the first). Beside the 3-chip
-    stack the tilt classifier's "not flat" makes the die cocked on it: under nj-13-47 the
+    """The reader gives the face classifier's P(flat) (``extra["p_flat"]``, ``flat``) and the tilt
+    classifier's (``extra["p_flat_tilt"]``, vision.learned.p_flat_tilt). Beside an object the
+    controller takes the lower: beside the 3-chip stack the tilt classifier's "not flat" makes
+    the die cocked on it: under nj-13-47 the
     boxperson decides (die-not-flat), under ny-5324 the face opposite the resting side counts.
     On open felt nothing can hold a die cocked: the face classifier's own P(flat) stands, a roll
-    (it was a dispute, face-unreadable, in 3 of 200 natural simulated throws)."""
+    (it was a dispute, face-unreadable, in 3 of 200 natural simulated throws). Touching two
+    objects, the tilt classifier alone does not void the roll: a dispute (natural seed 9095, two
+    flat dice side by side by the dice cup, was voided)."""
     from dataclasses import replace
 
     def tilted(r, p_face, p_tilt):
-        return replace(r, flat=min(p_face, p_tilt) >= 0.5,
-                       extra={**r.extra, "p_flat": min(p_face, p_tilt), "p_flat_face": p_face})
+        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
 
     beside_stack = tilted(die(345, 70, 5), 0.97, 0.1)
     assert verdict([die(600, 300, 2), beside_stack], "nj-13-47") == ("boxperson", "die-not-flat", None)
@@ -260,6 +262,13 @@ def test_tilt_classifiers_doubt_counts_only_where_an_object_can_hold_the_die_coc
     obs = observe_throw([die(600, 300, 2), open_felt], calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS)
     assert obs.observations[1].reading.flat is True
     assert obs.observations[1].reading.extra["p_flat"] == 0.97
+    # touching two objects (a stack and the rail): both classifiers calling it not flat void the
+    # roll, (h)(1)(i); the tilt classifier alone makes it a dispute, (h)(1)(ii)
+    objects = CHIPS + (TableObject(200.0, 22.0, 19.5, 6.6),)
+    for p_face, want in ((0.3, ("no-roll", Reason.DIE_ON_SEVERAL_OBJECTS)), (0.9, ("boxperson", Reason.FACE_UNREADABLE))):
+        v, _ = judge([die(600, 300, 2), tilted(die(205, 10, 4), p_face, 0.05)], calibration=CAL,
+                     profile=load_profile("ny-5324"), objects=objects)
+        assert (v.kind, v.reason) == want, p_face
     # both classifiers calling it not flat on open felt: a dispute, as before
     both = tilted(die(800, 300, 5), 0.3, 0.1)
     assert verdict([die(600, 300, 2), both]) == ("boxperson", "face-unreadable", None)

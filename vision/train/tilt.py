@@ -6,21 +6,22 @@ Data (train data only, never the report splits):
 - die crops from simulator renders (``python -m vision.train.sim_data``), flat or not as the
   simulator labels them; held out: every throw whose seed is 3 modulo 7;
 - die crops from the real train photos (``topdown("fit")``, ``oblique("fit")`` of
-  :mod:`vision.train.data`), all labelled flat: without them the classifier, trained on renders
-  alone, called 2 in 3 real photographed dice "not flat".
+  :mod:`vision.train.data`) and from 150 images of drawn dice (``synthetic``), all labelled
+  flat: without the photos the classifier, trained on renders alone, called 2 in 3 real
+  photographed dice "not flat"; without the drawn dice, a drawn white die on grey.
 
 Each crop is the face classifier's window (:func:`vision.learned.crop_die`: 1.25 die boxes,
 48x48) around the die, its centre moved up to 10 % of a box, its size 0.9..1.15 x, turned any
 angle and mirrored; a die not lying flat is cropped 12 times, a flat one 4 (renders) or 3 (photos).
-Batches of 128: 64 not flat (renders), 40 flat renders, 24 flat photos; noise, 90-degree turns
+Batches of 128: 64 not flat (renders), 40 flat renders, 24 flat photos and drawn dice; noise, 90-degree turns
 and a mirror added per batch. Loss: binary cross-entropy. AdamW, cosine learning rate.
 
-Usage::
+Usage (the shipped weights: ``vision/models/MODEL_CARD.md``, "Tilt classifier")::
 
-    python -m vision.train.sim_data /tmp/tilt/forced --throws 1000 --first-seed 30000 \\
-        --scenarios cocked-on-chips cocked-on-chips flat-on-one-chip cocked-two-objects \\
-        cocked-chips-other-rail cocked-on-rail-wall cocked-on-cup cocked-on-die cocked-on-bank-side bank-edge
-    python -m vision.train.sim_data /tmp/tilt/mix --throws 700 --first-seed 32000
+    python -m vision.train.sim_data /tmp/tilt/forced --throws 400 --first-seed 30000 --scenarios \\
+        cocked-on-chips flat-on-one-chip cocked-two-objects cocked-chips-other-rail cocked-on-rail-wall \\
+        cocked-on-cup cocked-on-die cocked-on-bank-side bank-edge rail-edge
+    python -m vision.train.sim_data /tmp/tilt/mix --throws 300 --first-seed 32000
     python -m vision.train.tilt /tmp/tilt/forced /tmp/tilt/mix --minutes 10
 """
 from __future__ import annotations
@@ -90,11 +91,12 @@ def render_crops(dirs: list[Path], seed: int = 0) -> dict[str, tuple[np.ndarray,
     return {k: (np.stack(x), np.array(y), np.array(g)) for k, (x, y, g) in out.items() if x}
 
 
-def photo_crops(seed: int = 5) -> np.ndarray:
-    """uint8 ``(N, 48, 48, 3)`` crops of the dice of the real train photos (fit part), 3 each."""
+def photo_crops(seed: int = 5, drawn: int = 150) -> np.ndarray:
+    """uint8 ``(N, 48, 48, 3)`` crops of the dice of the real train photos (fit part) and of
+    ``drawn`` images of drawn dice (:func:`vision.train.data.synthetic`), 3 each: all flat."""
     rng = np.random.default_rng(seed)
     crops = []
-    for smp in D.topdown("fit") + D.oblique("fit"):
+    for smp in D.topdown("fit") + D.oblique("fit") + D.synthetic(drawn, seed=seed):
         img = smp.load()
         for d in smp.dice:
             for _ in range(3):
@@ -118,7 +120,7 @@ def train(dirs: list[Path], minutes: float, out: Path, lr: float = 2e-3, threads
     XR = torch.from_numpy(L.standardise(photo_crops()))
     XH = torch.from_numpy(L.standardise(xh))
     flat_i, tilted_i = np.flatnonzero(yf), np.flatnonzero(~yf)
-    print(f"render crops: {len(xf)} fit ({len(tilted_i)} not flat), {len(xh)} held out; photo crops {len(XR)}")
+    print(f"render crops: {len(xf)} fit ({len(tilted_i)} not flat), {len(xh)} held out; photo and drawn crops {len(XR)}")
     net = TiltNet()
     opt = torch.optim.AdamW(net.parameters(), lr, weight_decay=1e-4)
     t0, step = time.time(), 0
