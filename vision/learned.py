@@ -214,8 +214,9 @@ def p_flat_tilt(img: np.ndarray, found: list[tuple[float, float, float, float]])
     crops = np.stack([crop_die(img, x, y, size) for x, y, size, _ in found])
     p = net(standardise(crops)).reshape(len(found))
     # A die the upright view calls not flat is seen in three more 90-degree turns too, and the
-    # four are averaged (held-out renders: flat dice called not flat 10 -> 5 of 376, cocked
-    # dice called not flat 108 -> 107 of 108).
+    # four are averaged (held-out renders: flat dice called not flat 4 -> 3 of 376, the same
+    # 107 of 108 not flat called so; the first model trained, without drawn dice: 10 -> 5 and
+    # 108 -> 107).
     todo = np.flatnonzero(p < 0.5)
     if len(todo):
         turned = np.concatenate([np.rot90(crops[todo], k, axes=(1, 2)) for k in range(1, 4)])
