@@ -673,9 +673,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                    and apart(i, j) < reach
                    for j in in_play)
 
+    touching = {i: contacts(i) for i in in_play}   # (depends on where the dice are, not on flat)
     for i in in_play:
         tilt_p, face_p = dice[i].extra.get("p_flat_tilt"), dice[i].extra.get("p_flat")
-        if tilt_p is not None and face_p is not None and tilt_p < face_p and any(contacts(i)):
+        if tilt_p is not None and face_p is not None and tilt_p < face_p and any(touching[i]):
             # Beside an object that can hold it cocked, the die's P(flat) is the lower of the face
             # classifier's and the tilt classifier's (vision.learned.p_flat_tilt): the face
             # classifier called dice cocked on a 2-chip stack's edge flat (simulated camera,
@@ -689,7 +690,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         r = dice[i]
         if on_die[i]:
             continue
-        support, edge, lean = contacts(i)
+        support, edge, lean = (list(c) for c in touching[i])
         # The other die is an object this die rests on (or is wedged against) only when it lies
         # flat itself: with two dice touching, both read not flat, counting it as a resting side
         # voided throws whose counted face is only in dispute (simulated camera).
