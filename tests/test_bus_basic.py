@@ -291,11 +291,17 @@ def test_gap_seen_from_heartbeat_is_replayed(cfg: BusConfig, tmp_path: Path):
     with RollPublisher(cfg) as pub, RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
         pub.publish("roll", {"n": 1})
         assert [e["seq"] for e in _drain(sub, 1)] == [1]
-        # connected and settled: a heartbeat has come (a replay asked for on connecting,
-        # late on a loaded machine, could otherwise fetch roll 2 before any heartbeat)
-        deadline = time.monotonic() + 3.0
-        while sub.stats["heartbeats"] < 1 and time.monotonic() < deadline:
+        # connected and settled: two heartbeats have come since the last replay request (a
+        # replay asked for on connecting, late on a loaded machine, could otherwise fetch
+        # roll 2 before any heartbeat; seen once with two test runs at once on 2 cores)
+        deadline = time.monotonic() + 5.0
+        last_req, since = sub.stats["replay_requests"], sub.stats["heartbeats"]
+        while time.monotonic() < deadline:
             assert sub.receive(0.05) is None
+            if sub.stats["replay_requests"] != last_req:
+                last_req, since = sub.stats["replay_requests"], sub.stats["heartbeats"]
+            elif sub.stats["heartbeats"] >= max(1, since + 2):
+                break
         heartbeats_before = sub.stats["heartbeats"]
         assert heartbeats_before >= 1
         requests_before = sub.stats["replay_requests"]
