@@ -611,9 +611,8 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
             keep.append(i)
     keep.sort()
     found, probs = [found[i] for i in keep], probs[keep]
-    tilt = p_flat_tilt(img, found)
-    out = []
-    for k, ((x, y, size, score), p) in enumerate(zip(found, probs)):
+    kept = []
+    for (x, y, size, score), p in zip(found, probs):
         cls = int(np.argmax(p[:7]))
         pc = float(p[cls])
         if cls == NOT_A_FACE:
@@ -630,7 +629,11 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
                     value, conf = vc, min(cc, 0.5 + 0.5 * float(p[vc - 1]))
             if value is None and score < CENTRE_READ:
                 continue   # a weak peak that neither reader can read: a print, a chip's edge
-        out.append(_reading(x, y, size, score, p, value, conf, (w, h), None if tilt is None else float(tilt[k])))
+        kept.append(((x, y, size, score), p, value, conf))
+    # the tilt classifier only for the dice returned (not for the candidates dropped above)
+    tilt = p_flat_tilt(img, [f for f, _, _, _ in kept])
+    out = [_reading(*f, p, value, conf, (w, h), None if tilt is None else float(tilt[k]))
+           for k, (f, p, value, conf) in enumerate(kept)]
     side = float(np.median([d.side_px for d in out])) if out else 1.0
     out.sort(key=lambda d: (round(d.centre[1] / max(side, 1.0)), d.centre[0]))
     return out

@@ -91,7 +91,7 @@ def render_crops(dirs: list[Path], seed: int = 0) -> dict[str, tuple[np.ndarray,
     return {k: (np.stack(x), np.array(y), np.array(g)) for k, (x, y, g) in out.items() if x}
 
 
-def photo_crops(seed: int = 5, drawn: int = 150) -> np.ndarray:
+def flat_crops(seed: int = 5, drawn: int = 150) -> np.ndarray:
     """uint8 ``(N, 48, 48, 3)`` crops of the dice of the real train photos (fit part) and of
     ``drawn`` images of drawn dice (:func:`vision.train.data.synthetic`), 3 each: all flat."""
     rng = np.random.default_rng(seed)
@@ -117,7 +117,7 @@ def train(dirs: list[Path], minutes: float, out: Path, lr: float = 2e-3, threads
     xf, yf, _ = sets["fit"]
     xh, yh, gh = sets["hold"]
     XF = torch.from_numpy(L.standardise(xf))
-    XR = torch.from_numpy(L.standardise(photo_crops()))
+    XR = torch.from_numpy(L.standardise(flat_crops()))
     XH = torch.from_numpy(L.standardise(xh))
     flat_i, tilted_i = np.flatnonzero(yf), np.flatnonzero(~yf)
     print(f"render crops: {len(xf)} fit ({len(tilted_i)} not flat), {len(xh)} held out; photo and drawn crops {len(XR)}")
