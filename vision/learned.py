@@ -52,6 +52,15 @@ FACES_ONNX = MODEL_DIR / "dice_faces.onnx"
 #: The second opinion on flatness (:func:`p_flat_tilt`); optional: without it the readings carry
 #: no ``extra["p_flat_tilt"]``.
 TILT_ONNX = MODEL_DIR / "dice_tilt.onnx"
+#: The cocked-die reader (:func:`cocked_faces`); optional: without it a die both flatness
+#: estimates call not flat keeps the face classifier's reading.
+COCKED_ONNX = MODEL_DIR / "dice_cocked.onnx"
+#: The cocked-die reader's window, in die boxes (a cocked die shows its upper face and the side
+#: the object lifts into view: up to ~1.4 sides; the reader's centre of such a die can be half a
+#: side off).
+COCKED_WINDOW = 2.0
+#: Lowest probability for which the cocked-die reader's face is returned.
+COCKED_MIN = 0.9
 
 #: Classifier input side (pixels) and the window it sees, in die box sides.
 CROP = 48
@@ -223,6 +232,65 @@ def p_flat_tilt(img: np.ndarray, found: list[tuple[float, float, float, float]])
         more = net(standardise(np.ascontiguousarray(turned))).reshape(3, len(todo))
         p[todo] = (p[todo] + more.sum(axis=0)) / 4
     return p
+
+
+@functools.lru_cache(maxsize=1)
+def _cocked_net() -> OnnxNet | None:
+    """The cocked-die reader (loaded once), or ``None`` when its weights are not shipped."""
+    return OnnxNet(COCKED_ONNX) if COCKED_ONNX.is_file() else None
+
+
+def cocked_faces(img: np.ndarray, found: list[tuple[float, float, float, float]]) -> np.ndarray | None:
+    """The cocked-die reader's probabilities for each candidate: float32 ``(len(found), 7)``
+    (upper face 1..6, "cannot tell"), the mean of four 90-degree turns of a
+    :data:`COCKED_WINDOW`-box window (``vision/models/dice_cocked.onnx``,
+    :mod:`vision.train.cocked`), or ``None`` when the weights are not shipped or ``found`` is
+    empty.
+
+    A die cocked on an object shows its upper face foreshortened beside the side the object
+    lifts into view; the face classifier, which learned faces seen square-on, reads it unsure
+    or wrong. 9 NYCRR 5324.52(h)(1)(i) counts the face opposite the side resting on the object,
+    the upper face of a die cocked ~25 degrees on a chip stack's edge: this reader learned it
+    from simulator renders (the only source of cocked dice with their faces), "cannot tell" for
+    a die leaning ~45 degrees (two faces about equally up, (h)(1)(ii)).
+
+    Args:
+        img: uint8 ``(H, W, 3)`` BGR frame.
+        found: candidates ``[(x, y, box side, score)]`` (pixels).
+    """
+    net = _cocked_net()
+    if net is None or not found:
+        return None
+    crops = np.stack([crop_die(img, x, y, size * COCKED_WINDOW / WINDOW) for x, y, size, _ in found])
+    turned = np.concatenate([np.rot90(crops, k, axes=(1, 2)) for k in range(4)])
+    p = net(standardise(np.ascontiguousarray(turned))).reshape(4, len(found), 7)
+    return p.mean(axis=0)
+
+
+def _read_cocked(img: np.ndarray, kept: list) -> list:
+    """``kept`` (``[(candidate, p, value, conf, tilt)]``) with the dice that both flatness
+    estimates call not flat (the face classifier's P(flat) and the tilt classifier's below 0.5)
+    read by the cocked-die reader (:func:`cocked_faces`): its face where it gives one at least
+    :data:`COCKED_MIN`, the face classifier read no other and does not call it "not a die";
+    ``None`` (unsure) where it is that sure of another face than the face classifier's; the face
+    classifier's reading where it is unsure or "cannot tell" (a die leaning ~45 degrees: the
+    controller gives a lean to the boxperson under the regulations' profiles, (h)(1)(ii)). Its
+    probabilities go to ``extra["p_cocked"]``."""
+    todo = [k for k, (_, p, _, _, tilt) in enumerate(kept) if p[7] < 0.5 and tilt is not None and tilt < 0.5]
+    pc = cocked_faces(img, [kept[k][0] for k in todo]) if todo else None
+    if pc is None:
+        return [(*item, None) for item in kept]
+    out = [(*item, None) for item in kept]
+    for j, k in enumerate(todo):
+        f, p, value, conf, tilt = kept[k]
+        c = int(np.argmax(pc[j]))
+        sure = c != 6 and float(pc[j][c]) >= COCKED_MIN
+        if sure and value in (None, c + 1) and p[NOT_A_FACE] < 0.5:
+            value, conf = c + 1, float(pc[j][c])
+        elif sure and value is not None:   # the two readers disagree: a wrong number is worse than none
+            value, conf = None, min(conf, 0.2)
+        out[k] = (f, p, value, conf, tilt, pc[j])
+    return out
 
 
 def standardise(crops: np.ndarray) -> np.ndarray:
@@ -498,9 +566,11 @@ def _classical_value(img: np.ndarray, x: float, y: float, size: float) -> tuple[
 
 
 def _reading(x: float, y: float, size: float, score: float, p: np.ndarray, value: int | None,
-             conf: float, frame_wh: tuple[int, int], tilt: float | None = None) -> DieReading:
+             conf: float, frame_wh: tuple[int, int], tilt: float | None = None,
+             cocked: np.ndarray | None = None) -> DieReading:
     """The :class:`DieReading` of a candidate at ``(x, y)`` with box side ``size`` (pixels);
-    ``p[7]`` is the face classifier's P(flat), ``tilt`` the tilt classifier's (:func:`p_flat_tilt`)."""
+    ``p[7]`` is the face classifier's P(flat), ``tilt`` the tilt classifier's (:func:`p_flat_tilt`),
+    ``cocked`` the cocked-die reader's probabilities (:func:`cocked_faces`) where it was asked."""
     w, h = frame_wh
     half = size / 2
     bbox = (max(0, int(np.floor(x - half))), max(0, int(np.floor(y - half))),
@@ -512,7 +582,8 @@ def _reading(x: float, y: float, size: float, score: float, p: np.ndarray, value
                       extra={"p": [round(float(v), 4) for v in p[:7]], "p_flat": round(float(p[7]), 4),
                              "centre_score": round(score, 4),
                              "reason": reason,
-                             **({} if tilt is None else {"p_flat_tilt": round(float(tilt), 4)})})
+                             **({} if tilt is None else {"p_flat_tilt": round(float(tilt), 4)}),
+                             **({} if cocked is None else {"p_cocked": [round(float(v), 4) for v in cocked]})})
 
 
 def read_die_at(image: np.ndarray, centre: tuple[float, float], side_px: float) -> DieReading | None:
@@ -558,7 +629,9 @@ def read_die_at(image: np.ndarray, centre: tuple[float, float], side_px: float) 
         return None
     pc = float(p[cls])
     value, conf = (cls + 1, pc) if pc >= _threshold(score) else (None, min(0.2, pc * 0.2))
-    return _reading(x, y, size, score, p, value, conf, (w, h), None if tilt is None else float(tilt[0]))
+    (f, p, value, conf, t, cocked), = _read_cocked(img, [((x, y, size, score), p, value, conf,
+                                                           None if tilt is None else float(tilt[0]))])
+    return _reading(x, y, size, score, p, value, conf, (w, h), t, cocked)
 
 
 def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = None,
@@ -632,8 +705,8 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
         kept.append(((x, y, size, score), p, value, conf))
     # the tilt classifier only for the dice returned (not for the candidates dropped above)
     tilt = p_flat_tilt(img, [f for f, _, _, _ in kept])
-    out = [_reading(*f, p, value, conf, (w, h), None if tilt is None else float(tilt[k]))
-           for k, (f, p, value, conf) in enumerate(kept)]
+    kept = _read_cocked(img, [(*item, None if tilt is None else float(tilt[k])) for k, item in enumerate(kept)])
+    out = [_reading(*f, p, value, conf, (w, h), t, cocked) for f, p, value, conf, t, cocked in kept]
     side = float(np.median([d.side_px for d in out])) if out else 1.0
     out.sort(key=lambda d: (round(d.centre[1] / max(side, 1.0)), d.centre[0]))
     return out

@@ -1,7 +1,10 @@
 """Render simulated throws (``simulator``) with per-die truth, as training data.
 
 Each throw is simulated to rest and rendered once; the image goes to ``OUT/sim_<k>.png`` and
-the truth to ``OUT/sim_<k>.json`` (``[{"value", "centre_px", "bbox_px", "flat", "rests_on"}]``).
+the truth to ``OUT/sim_<k>.json`` (``[{"value", "centre_px", "bbox_px", "flat", "rests_on",
+"value_up", "tilt_deg", "sides"}]``: ``value_up`` the face most nearly up whatever the tilt,
+``tilt_deg`` its normal's angle from the vertical in degrees, ``sides`` ``[face, object]`` per
+load-bearing contact).
 Seeds start at 10000 so that the throws measured by ``simulator.accuracy`` (seeds 0..) are
 never trained on. Camera settings (die colour, lighting, noise, blur, resolution) vary per
 throw for robustness.
@@ -69,7 +72,8 @@ def render_throws(out: Path, throws: int, first_seed: int = 10000, scenarios: li
             value = None if scenarios and not s.flat else int(s.value)
             dice.append({"value": value, "centre_px": [float(u), float(v)],
                          "bbox_px": [float(x) for x in r.die_bbox_px(p)], "flat": bool(s.flat),
-                         "rests_on": s.rests_on})
+                         "rests_on": s.rests_on, "value_up": int(s.value), "tilt_deg": float(s.tilt_deg),
+                         "sides": [[int(c["face"]), str(c["on"])] for c in s.sides]})
         side = r.g.die_size / r.cam.mm_per_px
         cv2.imwrite(str(out / f"sim_{seed}.png"), image)
         (out / f"sim_{seed}.json").write_text(json.dumps({"scenario": scen, "side_px": side, "dice": dice}))
