@@ -2,12 +2,10 @@
 profile gives for the simulator's ground truth; and the motion tracker on rendered frames."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_module import irregularity_bench
 
 from controller.irregularity_profile import load_profile
 from controller.reasons import Reason
@@ -16,11 +14,7 @@ from controller.track import ThrowTracker
 pytest.importorskip("mujoco")
 scenarios = pytest.importorskip("simulator.scenarios")
 
-_spec = importlib.util.spec_from_file_location(
-    "irregularity_bench", Path(__file__).resolve().parents[1] / "bench" / "irregularity_bench.py")
-B = importlib.util.module_from_spec(_spec)
-sys.modules["irregularity_bench"] = B  # dataclasses look the module up
-_spec.loader.exec_module(B)
+B = irregularity_bench()
 
 SIMS: dict = {}
 

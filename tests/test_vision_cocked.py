@@ -76,16 +76,9 @@ def test_dice_either_estimate_calls_flat_are_not_asked(stub) -> None:
 def _bench():
     pytest.importorskip("mujoco")
     pytest.importorskip("simulator.scenarios")
-    import importlib.util
-    import sys
-    from pathlib import Path
+    from bench_module import irregularity_bench
 
-    spec = importlib.util.spec_from_file_location(
-        "irregularity_bench", Path(__file__).resolve().parents[1] / "bench" / "irregularity_bench.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("irregularity_bench", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    return irregularity_bench()
 
 
 def _cocked_on_chips(seed: int):

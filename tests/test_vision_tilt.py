@@ -6,24 +6,18 @@ classifier's P(flat) output; the tilt classifier calls it not flat. Rendered thr
 simulator (seeds never trained on: the tilt classifier's renders are seeds 30000-34399)."""
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_module import irregularity_bench
 
 import vision.learned as L
 
 pytest.importorskip("mujoco")
 pytest.importorskip("simulator.scenarios")
 
-_spec = importlib.util.spec_from_file_location(
-    "irregularity_bench", Path(__file__).resolve().parents[1] / "bench" / "irregularity_bench.py")
-B = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("irregularity_bench", B)
-_spec.loader.exec_module(B)
+B = irregularity_bench()
 
 
 def _at_rest(scenario: str, seed: int):

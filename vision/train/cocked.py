@@ -38,7 +38,6 @@ Usage (the shipped weights: ``vision/models/MODEL_CARD.md``, "Cocked-die reader"
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -216,16 +215,9 @@ def report(net: CockedNet, xh: torch.Tensor, yh: np.ndarray, fh: np.ndarray, gh:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("renders", type=Path, nargs="+", help="folders written by vision.train.sim_data")
-    ap.add_argument("--minutes", type=float, default=12.0)
-    ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=L.COCKED_ONNX)
-    a = ap.parse_args()
-    cv2.setNumThreads(1)
-    train(a.renders, a.minutes, a.out, a.lr, a.threads, a.seed)
+    from vision.train.tilt import cli
+
+    cli(__doc__, train, L.COCKED_ONNX, 12.0)
 
 
 if __name__ == "__main__":

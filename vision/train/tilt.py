@@ -165,17 +165,24 @@ def report(net: TiltNet, xh: torch.Tensor, yh: np.ndarray, gh: np.ndarray, title
             print(f"  {g}: {m.sum()} dice, {yh[m].sum()} flat, {(p[m] >= 0.5).sum()} called flat")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def cli(doc: str, train_fn, default_out: Path, minutes: float, argv: list[str] | None = None) -> None:
+    """The command line of a crop classifier's trainer (this module's and
+    :mod:`vision.train.cocked`'s): ``RENDERS... [--minutes M] [--lr] [--threads] [--seed] [--out]``,
+    then ``train_fn(renders, minutes, out, lr, threads, seed)``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("renders", type=Path, nargs="+", help="folders written by vision.train.sim_data")
-    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--minutes", type=float, default=minutes)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=L.TILT_ONNX)
-    a = ap.parse_args()
+    ap.add_argument("--out", type=Path, default=default_out)
+    a = ap.parse_args(argv)
     cv2.setNumThreads(1)
-    train(a.renders, a.minutes, a.out, a.lr, a.threads, a.seed)
+    train_fn(a.renders, a.minutes, a.out, a.lr, a.threads, a.seed)
+
+
+def main() -> None:
+    cli(__doc__, train, L.TILT_ONNX, 10.0)
 
 
 if __name__ == "__main__":
