@@ -135,3 +135,24 @@ def test_without_cocked_weights_the_face_classifiers_reading_stands(monkeypatch)
     st, r, _ = _cocked_on_chips(1505)
     assert "p_cocked" not in r.extra
     assert r.value is None and r.confidence <= 0.2     # the face classifier's: unsure
+
+
+def test_read_die_at_reads_a_cocked_die_where_the_caller_says_it_is() -> None:
+    """cocked-on-chips seed 1618: the reader's candidate for the cocked die was more than half
+    a side off, so the controller re-reads the place the track saw it stop; the cocked-die
+    reader reads its 2 there (in the window the face classifier's geometry outputs moved, p 0.85:
+    unread)."""
+    from simulator.render import DicePose
+    from vision.reader import read_die_at
+
+    B = _bench()
+    th = B.simulate("cocked-on-chips", 1618, {}, 60.0, keep_poses=True)
+    g = th.plan.geometry
+    ren = B.Bench(None, "camera").renderer(g)
+    side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
+    st, = [s for s in th.states if not s.flat]
+    cx, cy = ren.die_centre_px(DicePose(st.pos_mm, st.quat))
+    r = read_die_at(B.render(th, ren, -1), (cx, cy), side)
+    assert st.rests_on == "chips" and st.value == 2
+    assert r is not None and not r.flat
+    assert r.value == 2 and r.confidence >= L.COCKED_MIN
