@@ -278,9 +278,9 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
     probabilities go to ``extra["p_cocked"]``."""
     todo = [k for k, (_, p, _, _, tilt) in enumerate(kept) if p[7] < 0.5 and tilt is not None and tilt < 0.5]
     pc = cocked_faces(img, [kept[k][0] for k in todo]) if todo else None
-    if pc is None:
-        return [(*item, None) for item in kept]
     out = [(*item, None) for item in kept]
+    if pc is None:
+        return out
     for j, k in enumerate(todo):
         f, p, value, conf, tilt = kept[k]
         c = int(np.argmax(pc[j]))
@@ -655,7 +655,9 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
         to right); ``value`` is ``None`` where the face probability is below
         :data:`FACE_MIN` and no agreeing classical read (confidence then <= 0.2). ``side_px`` is estimated from the box
         (box / 1.2); ``angle_deg`` is not measured (0). ``extra`` holds ``"p"`` (the seven
-        class probabilities) and ``"centre_score"``.
+        class probabilities), ``"p_flat"``, ``"centre_score"``, ``"p_flat_tilt"``
+        (:func:`p_flat_tilt`) and, for a die both call not flat, ``"p_cocked"``
+        (:func:`cocked_faces`, whose face may be the value).
 
     Raises:
         camera.base.FrameError: the image is not a usable uint8 frame.
