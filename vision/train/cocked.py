@@ -50,6 +50,7 @@ from torch import nn
 
 import vision.learned as L
 from vision.train import data as D
+from vision.train.loop import augment, cli, export, optimiser_step
 from vision.train.models import FaceNet
 
 #: a die tilted up to this (degrees) is labelled with the face most nearly up
@@ -167,25 +168,14 @@ def train(dirs: list[Path], minutes: float, out: Path, lr: float = 2e-3, threads
         ir = rng.choice(len(XR), 24)
         xb = torch.cat([XR[ir], XF[idx]])
         yb = torch.cat([YR[ir], YF[idx]])
-        xb = xb + torch.randn_like(xb) * torch.rand(len(xb), 1, 1, 1) * 0.15
-        xb = torch.rot90(xb, int(rng.integers(4)), (2, 3))
-        if rng.random() < 0.5:
-            xb = torch.flip(xb, (3,))
+        xb = augment(xb, rng)
         loss = nn.functional.cross_entropy(net.logits(xb), yb, label_smoothing=0.02)
-        for g in opt.param_groups:
-            g["lr"] = lr * 0.5 * (1 + math.cos(math.pi * min(1.0, el / (minutes * 60))))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        optimiser_step(opt, loss, lr, el / (minutes * 60))
         step += 1
         if step % 1000 == 0:
             report(net, XH, yh, fh, gh, f"step {step} loss {loss.item():.3f}", per_group=False)
     report(net, XH, yh, fh, gh, f"final, {step} steps", per_group=True)
-    net.eval()
-    torch.onnx.export(net, torch.zeros(1, 3, L.CROP, L.CROP), str(out), input_names=["crop"],
-                      output_names=["p"], dynamic_axes={"crop": {0: "n"}, "p": {0: "n"}},
-                      opset_version=13, dynamo=False)
-    print("wrote", out)
+    export(net, out, "p")
     return net
 
 
@@ -215,8 +205,6 @@ def report(net: CockedNet, xh: torch.Tensor, yh: np.ndarray, fh: np.ndarray, gh:
 
 
 def main() -> None:
-    from vision.train.tilt import cli
-
     cli(__doc__, train, L.COCKED_ONNX, 12.0)
 
 

@@ -26,9 +26,7 @@ Usage (the shipped weights: ``vision/models/MODEL_CARD.md``, "Tilt classifier"):
 """
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import time
 from pathlib import Path
 
@@ -39,6 +37,7 @@ from torch import nn
 
 import vision.learned as L
 from vision.train import data as D
+from vision.train.loop import augment, cli, export, optimiser_step
 
 
 class TiltNet(nn.Module):
@@ -129,25 +128,14 @@ def train(dirs: list[Path], minutes: float, out: Path, lr: float = 2e-3, threads
         ir = rng.choice(len(XR), 24)
         xb = torch.cat([XR[ir], XF[idx]])
         yb = torch.from_numpy(np.concatenate([np.ones(24, np.float32), yf[idx].astype(np.float32)]))[:, None]
-        xb = xb + torch.randn_like(xb) * torch.rand(len(xb), 1, 1, 1) * 0.15
-        xb = torch.rot90(xb, int(rng.integers(4)), (2, 3))
-        if rng.random() < 0.5:
-            xb = torch.flip(xb, (3,))
+        xb = augment(xb, rng)
         loss = nn.functional.binary_cross_entropy(net(xb), yb)
-        for g in opt.param_groups:
-            g["lr"] = lr * 0.5 * (1 + math.cos(math.pi * min(1.0, el / (minutes * 60))))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        optimiser_step(opt, loss, lr, el / (minutes * 60))
         step += 1
         if step % 2000 == 0:
             report(net, XH, yh, gh, f"step {step} loss {loss.item():.3f}", per_group=False)
     report(net, XH, yh, gh, f"final, {step} steps", per_group=True)
-    net.eval()
-    torch.onnx.export(net, torch.zeros(1, 3, L.CROP, L.CROP), str(out), input_names=["crop"],
-                      output_names=["p_flat"], dynamic_axes={"crop": {0: "n"}, "p_flat": {0: "n"}},
-                      opset_version=13, dynamo=False)
-    print("wrote", out)
+    export(net, out, "p_flat")
     return net
 
 
@@ -163,22 +151,6 @@ def report(net: TiltNet, xh: torch.Tensor, yh: np.ndarray, gh: np.ndarray, title
         for g in sorted(set(gh)):
             m = gh == g
             print(f"  {g}: {m.sum()} dice, {yh[m].sum()} flat, {(p[m] >= 0.5).sum()} called flat")
-
-
-def cli(doc: str, train_fn, default_out: Path, minutes: float, argv: list[str] | None = None) -> None:
-    """The command line of a crop classifier's trainer (this module's and
-    :mod:`vision.train.cocked`'s): ``RENDERS... [--minutes M] [--lr] [--threads] [--seed] [--out]``,
-    then ``train_fn(renders, minutes, out, lr, threads, seed)``."""
-    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("renders", type=Path, nargs="+", help="folders written by vision.train.sim_data")
-    ap.add_argument("--minutes", type=float, default=minutes)
-    ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=default_out)
-    a = ap.parse_args(argv)
-    cv2.setNumThreads(1)
-    train_fn(a.renders, a.minutes, a.out, a.lr, a.threads, a.seed)
 
 
 def main() -> None:
