@@ -244,8 +244,8 @@ def test_tilt_classifiers_doubt_counts_only_where_an_object_can_hold_the_die_coc
     controller takes the lower: beside the 3-chip stack the tilt classifier's "not flat" makes
     the die cocked on it: under nj-13-47 the
     boxperson decides (die-not-flat), under ny-5324 the face opposite the resting side counts.
-    On open felt nothing can hold a die cocked: the face classifier's own P(flat) stands, a roll
-    (it was a dispute, face-unreadable, in 3 of 200 natural simulated throws). Touching two
+    On open felt nothing can hold a die cocked: the tilt classifier's lower P(flat) does not count,
+    a roll (it was a dispute, face-unreadable, in 3 of 200 natural simulated throws). Touching two
     objects, the tilt classifier alone does not void the roll: a dispute (natural seed 9095, two
     flat dice side by side by the dice cup, was voided)."""
     from dataclasses import replace
@@ -273,6 +273,39 @@ def test_tilt_classifiers_doubt_counts_only_where_an_object_can_hold_the_die_coc
     both = tilted(die(800, 300, 5), 0.3, 0.1)
     assert verdict([die(600, 300, 2), both]) == ("boxperson", "face-unreadable", None)
     assert verdict([die(600, 300, 2), both], "nj-13-47") == ("boxperson", "die-not-flat", None)
+
+
+def test_tilt_classifier_decides_beside_stacks_and_the_other_die_and_either_flat_on_open_felt():
+    """Beside chip stacks and the other die only (no wall), the tilt classifier's P(flat) is the
+    die's, higher or lower than the face classifier's: the face classifier called flat dice
+    touching the other die or lying on a chip not flat (simulated camera, seeds 1800-1899: 25
+    of 128, 23 of 193), sending the throw to the boxperson. Beside the rail the lower of the two
+    stands (both are fooled by a die leaning on a wall). On open felt either calling it flat is
+    enough."""
+    from dataclasses import replace
+
+    def tilted(r, p_face, p_tilt):
+        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
+
+    flat_pair = [die(600, 300, 2), tilted(die(621, 300, 5), 0.35, 0.99)]   # touching, both flat
+    assert verdict(flat_pair) == ("roll", None, (2, 5))
+    assert verdict(flat_pair, "nj-13-47") == ("roll", None, (2, 5))
+    obs = observe_throw(flat_pair, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS)
+    assert obs.observations[1].reading.flat is True
+    assert obs.observations[1].reading.extra["p_flat"] == 0.99
+    assert obs.observations[1].reading.extra["p_flat_face"] == 0.35
+    # the old rule (the lower of the two): a die leaning on the other die, a dispute
+    old = Tolerances(tilt_decides_off_walls=False)
+    assert verdict(flat_pair, tolerances=old) == ("boxperson", "face-unreadable", None)
+    # the tilt classifier calling it not flat beside the stack still makes it cocked on it
+    assert verdict([die(600, 300, 2), tilted(die(345, 70, 5), 0.97, 0.1)], "nj-13-47") == \
+        ("boxperson", "die-not-flat", None)
+    # beside the rail (a wall): the lower, the face classifier's 0.35: not flat, leaning on it
+    by_rail = [die(600, 300, 2), tilted(die(800, 550, 5), 0.35, 0.99)]
+    assert verdict(by_rail) == ("boxperson", "face-unreadable", None)
+    # open felt: the tilt classifier's flat is enough; both not flat stays a dispute
+    assert verdict([die(600, 300, 2), tilted(die(800, 300, 5), 0.41, 0.99)]) == ("roll", None, (2, 5))
+    assert verdict([die(600, 300, 2), tilted(die(800, 300, 5), 0.41, 0.3)]) == ("boxperson", "face-unreadable", None)
 
 
 def test_cocked_on_chips_and_against_the_rail_is_void():

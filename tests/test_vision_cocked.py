@@ -71,6 +71,26 @@ def test_dice_either_estimate_calls_flat_are_not_asked(stub) -> None:
     assert [(o[2], o[3], o[5]) for o in out] == [(6, 0.99, None), (2, 0.99, None), (3, 0.99, None)]
 
 
+def test_second_opinion_on_a_flat_die_the_face_classifier_is_unsure_of(stub) -> None:
+    """A face read below SECOND_OPINION_BELOW (or unread) is shown to the cocked-die reader: its
+    sure agreement reads the face at its confidence; sure of another face leaves it unread;
+    unsure leaves the reading as it was. A die read surely is not asked."""
+    stub[1.0] = _cocked(5, 0.99)    # agrees with the face classifier's 5 at p 0.73
+    stub[2.0] = _cocked(5, 0.98)    # agrees with its most likely face, below its threshold
+    stub[3.0] = _cocked(4, 0.99)    # sure of another face: a wrong number is worse than none
+    stub[4.0] = _cocked(6, 0.7)     # unsure: the reading stands
+    stub[5.0] = _cocked(3, 0.99)    # sure of another face, the face classifier read none
+    kept = [((1.0, 0, 20, 0.9), _p(5, 0.73, 0.9), 5, 0.73, 1.0),
+            ((2.0, 0, 20, 0.9), _p(5, 0.5, 0.9), None, 0.1, 1.0),
+            ((3.0, 0, 20, 0.9), _p(5, 0.8, 0.9), 5, 0.8, 1.0),
+            ((4.0, 0, 20, 0.9), _p(6, 0.85, 0.9), 6, 0.85, 1.0),
+            ((5.0, 0, 20, 0.9), _p(5, 0.5, 0.9), None, 0.1, 1.0),
+            ((6.0, 0, 20, 0.9), _p(2, 0.95, 0.9), 2, 0.95, 1.0)]    # sure: not asked (no stub)
+    out = L._read_cocked(IMG, kept)
+    assert [(o[2], round(o[3], 2)) for o in out] == [(5, 0.99), (5, 0.98), (None, 0.2), (6, 0.85), (None, 0.1), (2, 0.95)]
+    assert out[5][5] is None and out[0][5] is not None
+
+
 # --- rendered throws ------------------------------------------------------------------------
 
 def _bench():
@@ -156,3 +176,28 @@ def test_read_die_at_reads_a_cocked_die_where_the_caller_says_it_is() -> None:
     assert st.rests_on == "chips" and st.value == 2
     assert r is not None and not r.flat
     assert r.value == 2 and r.confidence >= L.COCKED_MIN
+
+
+@pytest.mark.parametrize("seed, value", [(1820, 5), (1834, 5), (1847, 1)])
+def test_flat_die_on_a_chip_is_read_surely_with_the_second_opinion(seed: int, value: int) -> None:
+    """flat-on-one-chip seeds 1820, 1834, 1847: the face classifier read the die lying on a chip
+    (whose white inserts look like pips beside it) at p 0.67-0.74, below the verdict's 0.8, so
+    the throw went to the boxperson; the cocked-die reader agrees at p >= 0.98."""
+    import math
+
+    from simulator.render import DicePose
+    from vision.reader import read_dice
+
+    B = _bench()
+    th = B.simulate("flat-on-one-chip", seed, {}, 60.0, keep_poses=True)
+    g = th.plan.geometry
+    ren = B.Bench(None, "camera").renderer(g)
+    side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
+    readings = read_dice(B.render(th, ren, -1), expected_side_px=side, method="learned")
+    st, = [s for s in th.states if s.rests_on == "chips"]
+    assert st.flat and st.value == value
+    cx, cy = ren.die_centre_px(DicePose(st.pos_mm, st.quat))
+    r = min(readings, key=lambda r: math.hypot(r.centre[0] - cx, r.centre[1] - cy))
+    assert math.hypot(r.centre[0] - cx, r.centre[1] - cy) < side
+    assert max(r.extra["p"][:6]) < L.SECOND_OPINION_BELOW     # the face classifier alone: unsure
+    assert r.value == value and r.confidence >= 0.9
