@@ -306,6 +306,13 @@ def test_tilt_classifier_decides_beside_stacks_and_the_other_die_and_either_flat
     # open felt: the tilt classifier's flat is enough; both not flat stays a dispute
     assert verdict([die(600, 300, 2), tilted(die(800, 300, 5), 0.41, 0.99)]) == ("roll", None, (2, 5))
     assert verdict([die(600, 300, 2), tilted(die(800, 300, 5), 0.41, 0.3)]) == ("boxperson", "face-unreadable", None)
+    # between two chip stacks alone, the tilt classifier's "not flat" voids the roll (two sides
+    # resting, (h)(1)(i)); the old rule made it a dispute (cocked-two-objects: 4 of 100)
+    two_stacks = CHIPS + (TableObject(372.0, 70.0, 19.5, 9.9),)
+    wedged = [die(600, 300, 2), tilted(die(351, 70, 4), 0.9, 0.05)]
+    for tol, want in ((Tolerances(), ("no-roll", Reason.DIE_ON_SEVERAL_OBJECTS)), (old, ("boxperson", Reason.FACE_UNREADABLE))):
+        v, _ = judge(wedged, calibration=CAL, profile=load_profile("ny-5324"), objects=two_stacks, tolerances=tol)
+        assert (v.kind, v.reason) == want
 
 
 def test_cocked_on_chips_and_against_the_rail_is_void():
