@@ -14,8 +14,8 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, create_model,
+                      field_validator, model_validator)
 
 from camera.sources import CameraConfig
 from firmware_bridge.config import BridgeConfig
@@ -132,6 +132,39 @@ class VisionSection(_Section):
         return v
 
 
+#: Bounds of the ``[rules.tolerances]`` keys that are not die-side ratios in 0..5.
+_TOLERANCE_BOUNDS = {"sure_flat": (0.0, 1.0), "sure_flat_off_wall": (0.0, 1.0), "sure_flat_wedged": (0.0, 1.0),
+                     "strike_gap_s": (0.0, 1.0)}
+
+
+def _tolerances_section() -> type[_Section]:
+    """``[rules.tolerances]``: one optional key per field of
+    :class:`controller.irregularity.Tolerances` (but ``far_wall_reach_mm``, a ``[rules]`` key),
+    built from the dataclass so the two cannot drift apart. Ratios are multiples of the die
+    side in 0..5, probabilities (``sure_*``) in 0..1, ``strike_gap_s`` seconds in 0..1, the
+    switches true/false. A key left out keeps the detector's default (measured on the
+    simulated camera: the dataclass's docstring gives each one's measurement)."""
+    from dataclasses import fields
+
+    from controller.irregularity import Tolerances
+
+    spec: dict = {}
+    for f in fields(Tolerances):
+        if f.name == "far_wall_reach_mm":
+            continue
+        if f.type in (bool, "bool"):
+            spec[f.name] = (bool | None, Field(default=None, strict=True))
+        else:
+            lo, hi = _TOLERANCE_BOUNDS.get(f.name, (0.0, 5.0))
+            spec[f.name] = (float | None, Field(default=None, ge=lo, le=hi, strict=True))
+    model = create_model("TolerancesSection", __base__=_Section, **spec)
+    model.__doc__ = _tolerances_section.__doc__
+    return model
+
+
+TolerancesSection = _tolerances_section()
+
+
 class RulesSection(_Section):
     """``[rules]``: the jurisdiction profile of irregularities and the irregularity detectors.
 
@@ -156,6 +189,9 @@ class RulesSection(_Section):
             this many millimetres of the wall: the wall's rubber depth plus half the die's
             diagonal (a die touching the rubber with a corner; 10 + 13.5 mm on the simulated
             table). ``None``: anywhere in the calibration's far-wall band counts.
+        tolerances: ``[rules.tolerances]``, the irregularity detectors' thresholds
+            (:data:`TolerancesSection`, :class:`controller.irregularity.Tolerances`): keys
+            left out keep their defaults.
     """
 
     profile: str = "ny-5324"
@@ -164,6 +200,15 @@ class RulesSection(_Section):
     wall_sensor: bool = False
     track: bool = True
     far_wall_reach_mm: float | None = Field(default=None, gt=0.0, le=500.0)
+    tolerances: TolerancesSection = Field(default_factory=TolerancesSection)  # type: ignore[valid-type]
+
+    def build_tolerances(self):
+        """The detectors' :class:`controller.irregularity.Tolerances`: the defaults, with the
+        ``[rules.tolerances]`` keys given and ``far_wall_reach_mm``."""
+        from controller.irregularity import Tolerances
+
+        given = {k: v for k, v in self.tolerances.model_dump().items() if v is not None}
+        return Tolerances(far_wall_reach_mm=self.far_wall_reach_mm, **given)
 
     def load_profile(self):
         """The :class:`controller.irregularity_profile.IrregularityProfile` (checked at load)."""

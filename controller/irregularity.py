@@ -52,7 +52,10 @@ What is detected, and from what (9 NYCRR 5324.52):
   flat but barely (``sure_flat``, ``sure_flat_wedged``) beside a wall or touching two objects
   is in dispute, and so is a die read flat not surely enough (``sure_flat_off_wall``) that
   stands out from a wall, or from the other die lying flat, where a die leaning on it is seen
-  (``off_wall``). With the profile option ``cocked = "as-read"`` (house practice) the face
+  (``off_wall``). Where the reader gives two flatness estimates (the face classifier's and the
+  tilt classifier's P(flat)), a die beside a wall takes the lower, a die beside chip stacks and
+  the other die only the tilt classifier's (``tilt_decides_off_walls``), a die on open felt the
+  higher. With the profile option ``cocked = "as-read"`` (house practice) the face
   seen uppermost counts, but a die on two objects is still void;
 * a dispute as to which face is uppermost, (h)(1)(ii): a value the reader is not sure of (left
   to the verdict's ``min_confidence``).

@@ -625,7 +625,6 @@ def build_observer(cfg: TableConfig, source: FrameSource, area,
         SetupError: an unreadable calibration, or a command endpoint that cannot be bound.
     """
     from controller.boxperson import CallRegistry, CommandServer
-    from controller.irregularity import Tolerances
     from controller.throw_observer import ThrowObserver
     from vision.reader import read_die_at
 
@@ -643,7 +642,7 @@ def build_observer(cfg: TableConfig, source: FrameSource, area,
                              objects=_source_objects(source),
                              wall_sensor=cfg.rules.wall_sensor, track=cfg.rules.track,
                              min_presence=cfg.vision.min_presence,
-                             tolerances=Tolerances(far_wall_reach_mm=cfg.rules.far_wall_reach_mm),
+                             tolerances=cfg.rules.build_tolerances(),
                              reread=functools.partial(read_die_at, method=cfg.vision.reader))
     if cfg.rules.wall_sensor and hasattr(source, "on_wall_strike"):
         source.on_wall_strike(observer.wall_strike)   # the simulated table's far-wall sensor

@@ -1,4 +1,5 @@
-"""[rules] far_wall_reach_mm: validated, and it reaches the far-wall detector of the service."""
+"""[rules] far_wall_reach_mm and [rules.tolerances]: validated, and they reach the irregularity
+detectors of the service."""
 from __future__ import annotations
 
 import json
@@ -42,6 +43,38 @@ def test_reach_reaches_the_observer():
     finally:
         for close in closers:
             close()
+
+
+def test_tolerances_are_optional_validated_and_reach_the_observer():
+    from dataclasses import fields
+
+    from controller.irregularity import Tolerances
+    from controller.service_cli import build_observer
+
+    assert _cfg().rules.build_tolerances() == Tolerances()
+    # every detector threshold is a key (far_wall_reach_mm is one of [rules] itself)
+    from controller.config import TolerancesSection
+    assert set(TolerancesSection.model_fields) == {f.name for f in fields(Tolerances)} - {"far_wall_reach_mm"}
+    cfg = _cfg(far_wall_reach_mm=17.0, tolerances={"sure_flat_off_wall": 0.9, "tilt_decides_off_walls": False})
+    cfg = cfg.model_copy(update={"boxperson": cfg.boxperson.model_copy(update={"endpoint": ""})})
+    hook, closers = build_observer(cfg, source=object(), area=None)
+    try:
+        tol = getattr(hook, "observer", hook).tolerances
+        assert (tol.sure_flat_off_wall, tol.tilt_decides_off_walls, tol.far_wall_reach_mm) == (0.9, False, 17.0)
+        assert tol.sure_flat == Tolerances().sure_flat
+    finally:
+        for close in closers:
+            close()
+
+
+@pytest.mark.parametrize("bad, key", [({"sure_flatt": 0.7}, "rules.tolerances.sure_flatt"),
+                                      ({"sure_flat": 1.5}, "rules.tolerances.sure_flat"),
+                                      ({"leaning_ratio": -0.1}, "rules.tolerances.leaning_ratio"),
+                                      ({"open_felt_is_flat": "yes"}, "rules.tolerances.open_felt_is_flat"),
+                                      ({"sure_flat": True}, "rules.tolerances.sure_flat")])
+def test_a_bad_tolerance_is_named(bad, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        _cfg(tolerances=bad)
 
 
 def test_reader_choice_is_validated_and_used():
