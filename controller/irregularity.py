@@ -219,6 +219,10 @@ class Tolerances:
             the tilt classifier called all 146 dice cocked on a stack's edge or leaning on the
             other die not flat, 9 of those 321 flat dice not flat, and 31 of 94 dice leaning
             on the rail's wall flat (hence not beside walls).
+        tilt_room: a die read flat touching just a wall (the rail, the dice cup) and the other
+            die lying flat beyond it, with less than this x side between the wall and the other
+            die's near face, is not "wedged" (``sure_flat_wedged``): a die tilted by t needs
+            cos t + sin t sides across (1.2 at 12 degrees). 0: off.
     """
 
     on_die_ratio: float = 0.8
@@ -240,6 +244,7 @@ class Tolerances:
     sure_flat_wedged: float = 0.8
     on_top_margin: float = 0.25
     tilt_decides_off_walls: bool = True
+    tilt_room: float = 1.2
 
 
 @dataclass(frozen=True)
@@ -686,6 +691,26 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                    and apart(i, j) < reach
                    for j in in_play)
 
+    def no_room_to_tilt(i: int, touched: list[str]) -> bool:
+        """Die ``i`` touches just a wall (the rail or the dice cup) and the other die lying
+        flat on its far side, with less than ``tilt_room`` x side between the wall and that
+        die's near face: a die tilted by t needs cos t + sin t sides across (1.2 at 12
+        degrees), so it cannot be cocked between them. (Simulated camera, cocked-on-die seeds
+        1800-1999: a flat die between the rail and the other die, 1.1 sides of room, read at
+        P(flat) 0.52-0.79 went to the boxperson in 12 of 200 throws.)"""
+        walls = [w for w in touched if w in ("rail", "dice cup")]
+        if not tol.tilt_room or len(touched) != 2 or len(walls) != 1 or "the other die" not in touched:
+            return False
+        s = side_of(i)
+        for j in in_play:
+            if j == i or not dice[j].flat or dice[j].extra.get("from") == "track" \
+                    or apart(i, j) >= (0.5 + tol.lean_contact) * s:
+                continue
+            di, dj = wall_distance(i, walls), wall_distance(j, walls)
+            if di is not None and dj is not None and dj - di >= 0.8 * s and dj - 0.5 * s < tol.tilt_room * s:
+                return True
+        return False
+
     touching = {i: contacts(i) for i in in_play}   # (depends on where the dice are, not on flat)
     for i in in_play:
         tilt_p, face_p = dice[i].extra.get("p_flat_tilt"), dice[i].extra.get("p_flat")
@@ -754,7 +779,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             elif off_die is not None and off_die >= far and p_flat < tol.sure_flat_off_wall and not cocked_as_read:
                 # the flat other die is a wall as high as this one: leaning on it looks the same
                 doubt = "beside the other die, standing out from it: it may lean on it"
-            elif len(touched) >= 2 and p_flat < tol.sure_flat_wedged:
+            elif len(touched) >= 2 and p_flat < tol.sure_flat_wedged and not no_room_to_tilt(i, touched):
                 # a die wedged between two stacks (or a stack and a wall) sits cocked on them
                 doubt = f"touching {touched[0]} and {touched[1]}: it may rest on both"
             else:

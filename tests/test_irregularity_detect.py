@@ -315,6 +315,24 @@ def test_tilt_classifier_decides_beside_stacks_and_the_other_die_and_either_flat
         assert (v.kind, v.reason) == want
 
 
+def test_flat_die_between_the_rail_and_the_other_die_has_no_room_to_be_cocked():
+    """A die read flat at P(flat) 0.7 touching the rail and the other die (lying flat 1.1 sides
+    out) was "wedged" (``sure_flat_wedged`` 0.8): a dispute. With 1.1 sides of room between
+    the rail and the other die it cannot be cocked there (``tilt_room``): a roll (cocked-on-die
+    seeds 1800-1999: 12 of 200 throws went to the boxperson). With more room, still a dispute."""
+    from dataclasses import replace
+
+    def unsure(r, p):
+        return replace(r, extra={**r.extra, "p_flat": p, "p_flat_tilt": p})
+
+    pair = [unsure(die(800, 550.5, 4), 0.7), die(800, 529.4, 5)]
+    assert verdict(pair) == ("roll", None, (4, 5))
+    assert verdict(pair, tolerances=Tolerances(tilt_room=0.0)) == ("boxperson", "face-unreadable", None)
+    # the other die 1.34 sides out from the rail's die: as much room, a die tilted 20 degrees fits
+    wide = [unsure(die(800, 550.5, 4), 0.7), die(800, 525.0, 5)]
+    assert verdict(wide) == ("boxperson", "face-unreadable", None)
+
+
 def test_cocked_on_chips_and_against_the_rail_is_void():
     objects = CHIPS + (TableObject(200.0, 22.0, 19.5, 6.6),)
     readings = [die(600, 300, 2), die(205, 10, 4, flat=False)]
