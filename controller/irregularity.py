@@ -216,9 +216,10 @@ class Tolerances:
             or lower than the face classifier's. ``False``: the lower of the two, as beside a
             wall. Simulated camera, seeds 1800-1899: the face classifier called 25 of 128 flat
             dice touching the other die and 23 of 193 flat dice on a one-chip stack not flat;
-            the tilt classifier called all 146 dice cocked on a stack's edge or leaning on the
-            other die not flat, 9 of those 321 flat dice not flat, and 31 of 94 dice leaning
-            on the rail's wall flat (hence not beside walls).
+            the tilt classifier called all 198 dice cocked on a stack's edge or leaning on the
+            other die not flat, 8 of those 321 flat dice not flat, and 31 of 94 dice leaning
+            on the rail's wall flat (hence not beside walls; docs/irregularities.md,
+            fourteenth session).
         tilt_room: a die read flat touching just a wall (the rail, the dice cup) and the other
             die lying flat beyond it, with less than this x side between the wall and the other
             die's near face, is not "wedged" (``sure_flat_wedged``): a die tilted by t needs
@@ -731,7 +732,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             # die or lying on a chip were called not flat by the face classifier (P(flat)
             # 0.23-0.5: 25 of 128 and 23 of 193 on the simulated camera, seeds 1800-1899), which
             # sent their throws to the boxperson; the tilt classifier called every die cocked
-            # on a stack or leaning on the other die not flat (146 of 146) and 119 of those
+            # on a stack or leaning on the other die not flat (198 of 198) and 313 of those
             # 128 + 193 flat dice flat. Beside a wall (rail, cup, bank) both are fooled by a
             # die leaning on it (the tilt classifier called 31 of 94 flat), so the lower stands.
             dice[i] = values[i] = replace(dice[i], flat=tilt_p >= 0.5,

@@ -73,6 +73,7 @@ def test_below_the_threshold_the_value_is_none(monkeypatch) -> None:
         assert (d.value is None) == (d.confidence <= 0.2)
     monkeypatch.setattr(L, "FACE_MIN", 1.01)   # nothing is sure enough for the classifier...
     monkeypatch.setattr(L, "FALLBACK_MIN_P", 1.01)   # ...nor for the classical fallback
+    monkeypatch.setattr(L, "COCKED_MIN", 1.01)       # ...nor for the cocked-die reader's second opinion
     dice = L.read_dice_learned(img)
     assert len(dice) == len(first)
     assert all(d.value is None and d.confidence <= 0.2 for d in dice)

@@ -64,6 +64,10 @@ COCKED_MIN = 0.9
 #: A die the face classifier reads below this confidence (or leaves unread) is also shown to
 #: the cocked-die reader, a second opinion (:func:`_read_cocked`).
 SECOND_OPINION_BELOW = 0.9
+#: ... and its agreeing face is read only where the face classifier gives that face at least
+#: this (two networks agreeing, each with some confidence: the cocked-die reader called a drawn
+#: black 5 a 4 at p 0.998).
+SECOND_OPINION_FLOOR = 0.5
 
 #: Classifier input side (pixels) and the window it sees, in die box sides.
 CROP = 48
@@ -283,9 +287,11 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
       gives a lean to the boxperson under the regulations' profiles, (h)(1)(ii)).
     * Dice the face classifier reads below :data:`SECOND_OPINION_BELOW` (a value read at a
       low confidence, or none) but as a face, not "not a die": a second opinion. Where it is
-      sure (:data:`COCKED_MIN`) of the face classifier's most likely face, that face is read
-      at its confidence; sure of another face, the die is left unread (a wrong number is
-      worse than none); otherwise the reading stands. Dice lying flat on a chip, whose
+      sure (:data:`COCKED_MIN`) of the face classifier's most likely face, given at least
+      :data:`SECOND_OPINION_FLOOR` by the face classifier, that face is read at its
+      confidence; sure of another face, the die is left unread (a wrong number is worse than
+      none: a drawn black 5 the face classifier reads at p 0.60 and the cocked-die reader
+      calls a 4 at 0.998 comes back unread); otherwise the reading stands. Dice lying flat on a chip, whose
       chip's white inserts beside the die look like pips to the face classifier, were read at
       p 0.67-0.77 (below the verdict's 0.8: the boxperson, 13 of 100 flat-on-one-chip throws
       on the simulated camera, seeds 1800-1899); the cocked-die reader, which saw dice on
@@ -310,7 +316,8 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
         sure = c != 6 and float(pc[j][c]) >= COCKED_MIN
         if kinds[k] == "cocked" and sure and value in (None, c + 1) and p[NOT_A_FACE] < 0.5:
             value, conf = c + 1, float(pc[j][c])
-        elif kinds[k] == "second" and sure and c == int(np.argmax(p[:6])) and value in (None, c + 1):
+        elif kinds[k] == "second" and sure and c == int(np.argmax(p[:6])) and p[c] >= SECOND_OPINION_FLOOR \
+                and value in (None, c + 1):
             value, conf = c + 1, max(conf, float(pc[j][c]))
         elif sure and value is not None and value != c + 1:   # the two readers disagree
             value, conf = None, min(conf, 0.2)
