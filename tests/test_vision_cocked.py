@@ -101,25 +101,32 @@ def _bench():
     return irregularity_bench()
 
 
-def _cocked_on_chips(seed: int):
-    """(the cocked die's truth state, the reading nearest it, the flat die's reading)."""
+def _rendered(scenario: str, seed: int) -> list:
+    """The simulated throw's dice at rest, read by the learned reader on its rendered frame:
+    ``[(truth state, the reading nearest its upper face's centre)]`` (within a die side)."""
     import math
 
     from simulator.render import DicePose
     from vision.reader import read_dice
 
     B = _bench()
-    th = B.simulate("cocked-on-chips", seed, {}, 60.0, keep_poses=True)
+    th = B.simulate(scenario, seed, {}, 60.0, keep_poses=True)
     g = th.plan.geometry
     ren = B.Bench(None, "camera").renderer(g)
     side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
     readings = read_dice(B.render(th, ren, -1), expected_side_px=side, method="learned")
-    out = {}
+    out = []
     for st in th.states:
         cx, cy = ren.die_centre_px(DicePose(st.pos_mm, st.quat))
         near = min(readings, key=lambda r: math.hypot(r.centre[0] - cx, r.centre[1] - cy))
         assert math.hypot(near.centre[0] - cx, near.centre[1] - cy) < side
-        out["flat" if st.flat else "cocked"] = (st, near)
+        out.append((st, near))
+    return out
+
+
+def _cocked_on_chips(seed: int):
+    """(the cocked die's truth state, the reading nearest it, the flat die's reading)."""
+    out = {"flat" if st.flat else "cocked": (st, r) for st, r in _rendered("cocked-on-chips", seed)}
     return out["cocked"][0], out["cocked"][1], out["flat"][1]
 
 
@@ -183,21 +190,7 @@ def test_flat_die_on_a_chip_is_read_surely_with_the_second_opinion(seed: int, va
     """flat-on-one-chip seeds 1820, 1834, 1847: the face classifier read the die lying on a chip
     (whose white inserts look like pips beside it) at p 0.67-0.74, below the verdict's 0.8, so
     the throw went to the boxperson; the cocked-die reader agrees at p >= 0.98."""
-    import math
-
-    from simulator.render import DicePose
-    from vision.reader import read_dice
-
-    B = _bench()
-    th = B.simulate("flat-on-one-chip", seed, {}, 60.0, keep_poses=True)
-    g = th.plan.geometry
-    ren = B.Bench(None, "camera").renderer(g)
-    side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
-    readings = read_dice(B.render(th, ren, -1), expected_side_px=side, method="learned")
-    st, = [s for s in th.states if s.rests_on == "chips"]
+    (st, r), = [(st, r) for st, r in _rendered("flat-on-one-chip", seed) if st.rests_on == "chips"]
     assert st.flat and st.value == value
-    cx, cy = ren.die_centre_px(DicePose(st.pos_mm, st.quat))
-    r = min(readings, key=lambda r: math.hypot(r.centre[0] - cx, r.centre[1] - cy))
-    assert math.hypot(r.centre[0] - cx, r.centre[1] - cy) < side
     assert max(r.extra["p"][:6]) < L.SECOND_OPINION_BELOW     # the face classifier alone: unsure
     assert r.value == value and r.confidence >= 0.9
