@@ -462,7 +462,6 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     # --- where each die is: felt-plane position and zone ---------------------------------------
     positions: list[tuple[float, float] | None] = []
     zones: list[str] = []
-    sides_px: list[float] = []
     def place(r: DieReading) -> tuple[tuple[float, float], str]:
         """Felt position (mm) and zone of a die read at ``r.centre`` (notes what it finds)."""
         p_obs = geo.cal.to_mm([[float(r.centre[0]), float(r.centre[1])]])[0]
