@@ -720,29 +720,25 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             # On open felt nothing can hold a die cocked: either estimate calling it flat is
             # enough (simulated camera, natural seed 9398: a flat 4 in the open read at face
             # P(flat) 0.41, tilt 0.99, went to the boxperson). Both calling it not flat is left
-            # to ``open_felt_is_flat``.
-            if tilt_p > face_p:
-                dice[i] = values[i] = replace(dice[i], flat=tilt_p >= 0.5,
-                                              extra={**dice[i].extra, "p_flat": tilt_p, "p_flat_face": face_p})
-            continue
-        if tol.tilt_decides_off_walls and not any(w in WALLS for w in touching[i][2]):
+            # to ``open_felt_is_flat``; the tilt classifier alone called 3 flat dice of 200
+            # natural throws there not flat (8600-8799).
+            take_tilt = tilt_p > face_p
+        elif tol.tilt_decides_off_walls and not any(w in WALLS for w in touching[i][2]):
             # Beside chip stacks and the other die only, the tilt classifier's P(flat) is the
             # die's, higher or lower than the face classifier's: flat dice touching the other
             # die or lying on a chip were called not flat by the face classifier (P(flat)
             # 0.23-0.5: 25 of 128 and 23 of 193 on the simulated camera, seeds 1800-1899), which
             # sent their throws to the boxperson; the tilt classifier called every die cocked
             # on a stack or leaning on the other die not flat (198 of 198) and 313 of those
-            # 128 + 193 flat dice flat. Beside a wall (rail, cup, bank) both are fooled by a
-            # die leaning on it (the tilt classifier called 31 of 94 flat), so the lower stands.
-            dice[i] = values[i] = replace(dice[i], flat=tilt_p >= 0.5,
-                                          extra={**dice[i].extra, "p_flat": tilt_p, "p_flat_face": face_p})
-        elif tilt_p < face_p:
-            # Beside an object that can hold it cocked, the die's P(flat) is the lower of the face
-            # classifier's and the tilt classifier's (vision.learned.p_flat_tilt): the face
+            # 128 + 193 flat dice flat.
+            take_tilt = True
+        else:
+            # Beside a wall (rail, cup, bank), where both are fooled by a die leaning on it (the
+            # tilt classifier called 31 of 94 such dice flat), the lower of the two: the face
             # classifier called dice cocked on a 2-chip stack's edge flat (simulated camera,
-            # nj-13-47: 41 of 100 such throws published as valid rolls). (On open felt, above,
-            # the lower never decides: the tilt classifier alone called 3 flat dice of 200
-            # natural throws there not flat, 8600-8799.)
+            # nj-13-47: 41 of 100 such throws published as valid rolls, before the rule above).
+            take_tilt = tilt_p < face_p
+        if take_tilt:
             dice[i] = values[i] = replace(dice[i], flat=tilt_p >= 0.5,
                                           extra={**dice[i].extra, "p_flat": tilt_p, "p_flat_face": face_p})
 
@@ -812,7 +808,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             # (simulated camera, natural seed 9095: two flat dice side by side by the dice cup).
             # Between chip stacks alone its "not flat" decides (``tilt_decides_off_walls``): a
             # void (cocked-two-objects, seeds 1800-1899: 4 of 100 throws went to the boxperson;
-            # it called 1 of 392 flat dice beside stacks not flat).
+            # it called 1 of the 392 flat dice of the chip-stack scenarios not flat).
             sides_resting[i] = 1
             notes.append(f"die {r.value}: the tilt classifier calls it not flat, the face classifier flat, "
                          f"touching {', '.join(support + lean)}: whether it rests on them, and so which face "
