@@ -696,6 +696,31 @@ def test_die_on_die_from_two_tracks_ending_under_the_one_die_seen():
     assert verdict(one, track=away) == ("boxperson", "face-unreadable", None)
 
 
+def test_two_tracks_on_the_one_die_seen_with_a_die_found_beside_it_are_not_stacked():
+    """Two dice touching side by side, one missed by the reader and tracked as one blob whose
+    centroid the die seen dominates, end on one spot at the die seen like a die on the other
+    (natural seed 9606: a wrong no roll). Read again a side out around the die seen, a die lying
+    flat there counts as read: a roll. The re-read is at most 8 places; a window that moves
+    back onto the die seen is not a second die."""
+    one = [die(600, 200, 3)]
+    under = [_settling(603, 200), _settling(603, 200)]
+    beside = die(621, 200, 5)
+    asked = []
+
+    def reread(c, s):
+        asked.append(c)
+        return beside if c[0] > one[0].centre[0] + 0.9 * SIDE else one[0]
+
+    assert verdict(one, track=under, reread=reread) == ("roll", None, (3, 5))
+    assert 1 <= len(asked) <= 8
+    # nothing beside it (every window goes back onto the die seen): the other die is under it
+    assert verdict(one, track=under, reread=lambda c, s: one[0]) == ("no-roll", "die-on-die", None)
+    assert verdict(one, track=under, reread=lambda c, s: None) == ("no-roll", "die-on-die", None)
+    # a die beside it read not flat by both estimates, or unread, does not count
+    for other in (die(621, 200, 5, flat=False), die(621, 200, None, conf=0.1)):
+        assert verdict(one, track=under, reread=lambda c, s: other) == ("no-roll", "die-on-die", None)
+
+
 def test_die_the_reader_missed_found_again_cocked_between_two_stacks_is_void():
     """5324.52(h)(1)(i): the track saw a die settle between two 5-chip stacks that the reader did
     not find; read again there it is a die not lying flat, face unsure. Touching both stacks,

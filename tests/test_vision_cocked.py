@@ -194,3 +194,30 @@ def test_flat_die_on_a_chip_is_read_surely_with_the_second_opinion(seed: int, va
     assert st.flat and st.value == value
     assert max(r.extra["p"][:6]) < L.SECOND_OPINION_BELOW     # the face classifier alone: unsure
     assert r.value == value and r.confidence >= 0.9
+
+
+def test_read_die_at_keeps_the_window_that_read_the_die_beside_another() -> None:
+    """cocked-on-die seed 1953, the dice ended flat side by side and the reader found only the
+    5: read at a point 3.5 px beyond the 2 (away from the 5), the first window reads the 2 at
+    p 0.99, then the geometry outputs walk the window towards the pair's middle (before, it
+    ended 8.5 px from the 2's centre, or unread from 3.5 px further along the line). The window
+    that read it surely is kept."""
+    import math
+
+    from simulator.render import DicePose
+    from vision.reader import read_die_at
+
+    B = _bench()
+    th = B.simulate("cocked-on-die", 1953, {}, 60.0, keep_poses=True)
+    g = th.plan.geometry
+    ren = B.Bench(None, "camera").renderer(g)
+    side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
+    two, five = sorted(th.states, key=lambda s: s.value)
+    assert (two.value, five.value, two.flat, five.flat) == (2, 5, True, True)
+    c2 = ren.die_centre_px(DicePose(two.pos_mm, two.quat))
+    c5 = ren.die_centre_px(DicePose(five.pos_mm, five.quat))
+    d = math.hypot(c2[0] - c5[0], c2[1] - c5[1])
+    at = (c2[0] + 3.5 * (c2[0] - c5[0]) / d, c2[1] + 3.5 * (c2[1] - c5[1]) / d)
+    r = read_die_at(B.render(th, ren, -1), at, side)
+    assert r is not None and r.value == 2 and r.confidence >= 0.9
+    assert math.hypot(r.centre[0] - c2[0], r.centre[1] - c2[1]) < 0.25 * side
