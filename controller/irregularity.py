@@ -214,10 +214,10 @@ class Tolerances:
             reach but no wall (rail, chip bank, dice cup), the tilt classifier's P(flat)
             (``DieReading.extra["p_flat_tilt"]``) is the die's P(flat), whether it is higher
             or lower than the face classifier's. ``False``: the lower of the two, as beside a
-            wall. Simulated camera, seeds 1800-1899: the face classifier called 25 of 128 flat
+            wall. Simulated camera, seeds 1800-1899: the face classifier called 25 of 123 flat
             dice touching the other die and 23 of 193 flat dice on a one-chip stack not flat;
             the tilt classifier called all 198 dice cocked on a stack's edge or leaning on the
-            other die not flat, 8 of those 321 flat dice not flat, and 31 of 94 dice leaning
+            other die not flat, 8 of those 316 flat dice not flat, and 31 of 94 dice leaning
             on the rail's wall flat (hence not beside walls; docs/irregularities.md,
             fourteenth session).
         tilt_room: a die read flat touching just a wall (the rail, the dice cup) and the other
@@ -758,10 +758,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             # Beside chip stacks and the other die only, the tilt classifier's P(flat) is the
             # die's, higher or lower than the face classifier's: flat dice touching the other
             # die or lying on a chip were called not flat by the face classifier (P(flat)
-            # 0.23-0.5: 25 of 128 and 23 of 193 on the simulated camera, seeds 1800-1899), which
+            # 0.23-0.5: 25 of 123 and 23 of 193 on the simulated camera, seeds 1800-1899), which
             # sent their throws to the boxperson; the tilt classifier called every die cocked
-            # on a stack or leaning on the other die not flat (198 of 198) and 313 of those
-            # 128 + 193 flat dice flat.
+            # on a stack or leaning on the other die not flat (198 of 198) and 308 of those
+            # 123 + 193 flat dice flat.
             take_tilt = True
         else:
             # Beside a wall (rail, cup, bank), where both are fooled by a die leaning on it (the

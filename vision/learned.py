@@ -291,13 +291,13 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
       :data:`SECOND_OPINION_FLOOR` by the face classifier, that face is read at its
       confidence; sure of another face, the die is left unread (a wrong number is worse than
       none: a drawn black 5 the face classifier reads at p 0.60 and the cocked-die reader
-      calls a 4 at 0.998 comes back unread); otherwise the reading stands. Dice lying flat on a chip, whose
-      chip's white inserts beside the die look like pips to the face classifier, were read at
-      p 0.67-0.77 (below the verdict's 0.8: the boxperson, 13 of 100 flat-on-one-chip throws
+      calls a 4 at 0.998 comes back unread); otherwise the reading stands. Dice lying flat on
+      a chip, whose white inserts beside the die look like pips to the face classifier, were
+      read at p 0.67-0.77 (below the verdict's 0.8: the boxperson, 13 of 100 flat-on-one-chip throws
       on the simulated camera, seeds 1800-1899); the cocked-die reader, which saw dice on
       chips in training, read them at p >= 0.98."""
     def asked(item) -> str | None:
-        _, p, value, conf, tilt = item
+        _, p, _, conf, tilt = item
         if p[7] < 0.5 and tilt is not None and tilt < 0.5:
             return "cocked"
         if p[NOT_A_FACE] < 0.5 and int(np.argmax(p[:7])) != NOT_A_FACE and conf < SECOND_OPINION_BELOW:
@@ -664,7 +664,7 @@ def read_die_at(image: np.ndarray, centre: tuple[float, float], side_px: float) 
             best = (rank, probs, (x, y, size))
         if moved < 0.05 * box:
             break
-    if best is not None and float(np.max(probs[0][:6])) < _threshold(score):
+    if best is not None and rank < _threshold(score):   # (rank: the last window's)
         _, probs, (x, y, size) = best
     tilt = p_flat_tilt(img, [(x, y, size, score)])
     p = probs[0]
