@@ -221,3 +221,94 @@ def test_read_die_at_keeps_the_window_that_read_the_die_beside_another() -> None
     r = read_die_at(B.render(th, ren, -1), at, side)
     assert r is not None and r.value == 2 and r.confidence >= 0.9
     assert math.hypot(r.centre[0] - c2[0], r.centre[1] - c2[1]) < 0.25 * side
+
+
+def test_an_unread_die_one_estimate_calls_not_flat_takes_the_cocked_readers_sure_face(stub) -> None:
+    """A lean the face classifier reads as another face, unsure (a 2 leaning ~40 degrees on the
+    rail's wall read a 6 at p 0.45): the cocked-die reader's sure face is read where the face
+    classifier gives it at least FALLBACK_MIN_P; not where it gives it less, not where both
+    estimates call the die flat, not where the cocked-die reader is unsure."""
+    def p(face6: float, face2: float, p_flat: float) -> np.ndarray:
+        q = np.array([0.01, face2, 0.1, 0.1, 0.04, face6, 0.0, p_flat], np.float32)
+        q[6] = 1.0 - q[:6].sum()
+        return q
+
+    stub[1.0] = _cocked(2, 0.98)    # face classifier's P(flat) 0.38: read 2
+    stub[2.0] = _cocked(2, 0.98)    # tilt classifier's P(flat) 0.27: read 2
+    stub[3.0] = _cocked(2, 0.98)    # the face classifier gives 2 only 0.05: unread
+    stub[4.0] = _cocked(2, 0.98)    # both estimates call it flat: unread
+    stub[5.0] = _cocked(2, 0.8)     # the cocked-die reader unsure: unread
+    kept = [((1.0, 0, 20, 0.9), p(0.45, 0.2, 0.38), None, 0.09, 0.86),
+            ((2.0, 0, 20, 0.9), p(0.45, 0.2, 0.7), None, 0.09, 0.27),
+            ((3.0, 0, 20, 0.9), p(0.45, 0.05, 0.38), None, 0.09, 0.86),
+            ((4.0, 0, 20, 0.9), p(0.45, 0.2, 0.7), None, 0.09, 0.86),
+            ((5.0, 0, 20, 0.9), p(0.45, 0.2, 0.38), None, 0.09, 0.86)]
+    out = L._read_cocked(IMG, kept)
+    assert [(o[2], round(o[3], 2)) for o in out] == [(2, 0.98), (2, 0.98), (None, 0.09), (None, 0.09), (None, 0.09)]
+
+
+def test_a_die_leaning_40_degrees_on_the_rail_is_read_by_its_face_most_up() -> None:
+    """cocked-on-rail-wall seed 1904: the 2 leans 38.5 degrees on the rail's wall and the
+    reader did not find it. Read where it lies, the face classifier calls it a 6 at p 0.46
+    (its upper face and the side beside it), unsure; the cocked-die reader, which since the
+    fifteenth session learned leans up to 42 degrees by the face most nearly up, reads the 2
+    (before it said "cannot tell" from 40 degrees on, and house practice, which reads a cocked
+    die as it lies, sent the throw to the boxperson)."""
+    from simulator.render import DicePose
+    from vision.reader import read_die_at
+
+    B = _bench()
+    th = B.simulate("cocked-on-rail-wall", 1904, {}, 60.0, keep_poses=True)
+    g = th.plan.geometry
+    ren = B.Bench(None, "camera").renderer(g)
+    side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
+    st, = [s for s in th.states if not s.flat]
+    assert st.value == 2 and 38 < st.tilt_deg < 42
+    cx, cy = ren.die_centre_px(DicePose(st.pos_mm, st.quat))
+    r = read_die_at(B.render(th, ren, -1), (cx, cy), side)
+    assert r is not None and r.value == 2 and r.confidence >= L.COCKED_MIN
+    assert int(np.argmax(r.extra["p"])) == 5      # the face classifier's own guess: a 6
+
+
+def test_read_die_at_places_a_die_leaning_on_the_other_where_the_caller_says() -> None:
+    """cocked-on-die seed 1928: the 1 leans 39 degrees on the flat 6, which the reader found; the
+    track saw the 1 stop 1.4 sides from the 6. The face classifier's geometry outputs walked
+    the window 0.45 side towards the 6, where the controller took it for the 6 again; a die
+    both estimates call not flat is now placed where it was asked for (where the cocked-die
+    reader looked), and read 1."""
+    import math
+
+    from simulator.render import DicePose
+    from vision.reader import read_die_at
+
+    B = _bench()
+    th = B.simulate("cocked-on-die", 1928, {}, 60.0, keep_poses=True)
+    g = th.plan.geometry
+    ren = B.Bench(None, "camera").renderer(g)
+    side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
+    lean, = [s for s in th.states if not s.flat]
+    flat, = [s for s in th.states if s.flat]
+    assert (lean.value, flat.value) == (1, 6)
+    c1 = ren.die_centre_px(DicePose(lean.pos_mm, lean.quat))
+    c6 = ren.die_centre_px(DicePose(flat.pos_mm, flat.quat))
+    r = read_die_at(B.render(th, ren, -1), c1, side)
+    assert r is not None and r.value == 1 and not r.flat
+    assert r.centre == (float(c1[0]), float(c1[1]))
+    assert math.hypot(r.centre[0] - c6[0], r.centre[1] - c6[1]) > side
+
+
+def test_a_tilted_die_whose_face_the_cocked_reader_gives_to_another_is_unread(stub) -> None:
+    """cocked-on-cup seed 1986: a 2 leaning on the cup, read a 6 at p 0.89 (P(flat) 0.13, tilt
+    0.60), the cocked-die reader 2 at 0.74: house practice published the 6. A die one estimate
+    calls not flat is unread where the cocked-die reader gives another face >= DISAGREE_TILTED;
+    not where it says "cannot tell", gives the other face less, or both estimates call it flat."""
+    stub[1.0] = _cocked(2, 0.74)
+    stub[2.0] = _cocked(None, 0.74)     # cannot tell: the reading stands
+    stub[3.0] = _cocked(2, 0.45)        # below DISAGREE_TILTED: stands
+    stub[4.0] = _cocked(2, 0.74)        # flat by both estimates (a second opinion, unsure): stands
+    kept = [((1.0, 0, 20, 0.9), _p(6, 0.89, 0.13), 6, 0.89, 0.60),
+            ((2.0, 0, 20, 0.9), _p(6, 0.89, 0.13), 6, 0.89, 0.60),
+            ((3.0, 0, 20, 0.9), _p(6, 0.89, 0.13), 6, 0.89, 0.60),
+            ((4.0, 0, 20, 0.9), _p(6, 0.85, 0.9), 6, 0.85, 0.95)]
+    out = L._read_cocked(IMG, kept)
+    assert [(o[2], round(o[3], 2)) for o in out] == [(None, 0.2), (6, 0.89), (6, 0.89), (6, 0.85)]
