@@ -12,9 +12,8 @@ Data (train data only, never the report splits):
 
 Each crop is the face classifier's window (:func:`vision.learned.crop_die`: 1.25 die boxes,
 48x48) around the die, its centre moved up to 10 % of a box, its size 0.9..1.15 x, turned any
-angle and mirrored; a die not lying flat is cropped 12 times, a flat one 4 (renders; 12 beside
-another die, :data:`BESIDE_SIDES`) or 3 (photos). Batches of 128: 64 not flat (renders), 40 flat
-renders (:data:`BESIDE_SLOTS` of them beside another die), 24 flat photos and drawn dice; noise, 90-degree turns
+angle and mirrored; a die not lying flat is cropped 12 times, a flat one 4 (renders) or 3 (photos).
+Batches of 128: 64 not flat (renders), 40 flat renders, 24 flat photos and drawn dice; noise, 90-degree turns
 and a mirror added per batch. Loss: binary cross-entropy. AdamW, cosine learning rate.
 
 Usage (the shipped weights: ``vision/models/MODEL_CARD.md``, "Tilt classifier")::
@@ -28,7 +27,6 @@ Usage (the shipped weights: ``vision/models/MODEL_CARD.md``, "Tilt classifier"):
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 
@@ -40,15 +38,6 @@ from torch import nn
 import vision.learned as L
 from vision.train import data as D
 from vision.train.loop import augment, cli, export, optimiser_step
-
-
-#: A flat die whose centre is within this many die sides of another die's ("beside die"): the
-#: case the first model called not flat most (simulated camera, cocked-on-die throws whose dice
-#: ended flat side by side: 8 of 34 flat dice touching the other die called not flat, seeds
-#: 1800-1899), cropped 12 times like a die not flat, and BESIDE_SLOTS of a batch's 40 flat
-#: renders (fifteenth session).
-BESIDE_SIDES = 1.4
-BESIDE_SLOTS = 12
 
 
 class TiltNet(nn.Module):
@@ -80,15 +69,10 @@ def render_crops(dirs: list[Path], seed: int = 0) -> dict[str, tuple[np.ndarray,
             split = "hold" if int(js.stem.split("_")[1]) % 7 == 3 else "fit"
             t = json.loads(js.read_text())
             img = cv2.imread(str(js.with_suffix(".png")))
-            side = float(t["side_px"])
             for die in t["dice"]:
                 if die["rests_on"] == "off-table":
                     continue
-                beside = die["flat"] and any(
-                    o is not die and o["rests_on"] != "off-table"
-                    and math.hypot(o["centre_px"][0] - die["centre_px"][0], o["centre_px"][1] - die["centre_px"][1])
-                    < BESIDE_SIDES * side for o in t["dice"])
-                k = 1 if split == "hold" else (12 if not die["flat"] or beside else 4)
+                k = 1 if split == "hold" else (4 if die["flat"] else 12)
                 for _ in range(k):
                     box = 1.2 * t["side_px"]
                     cx, cy, angle = die["centre_px"][0], die["centre_px"][1], 0.0
@@ -102,7 +86,7 @@ def render_crops(dirs: list[Path], seed: int = 0) -> dict[str, tuple[np.ndarray,
                         c = c[:, ::-1]
                     out[split][0].append(c)
                     out[split][1].append(bool(die["flat"]))
-                    out[split][2].append(f"{t['scenario']}|{'beside die' if beside else die['rests_on']}")
+                    out[split][2].append(f"{t['scenario']}|{die['rests_on']}")
     return {k: (np.stack(x), np.array(y), np.array(g)) for k, (x, y, g) in out.items() if x}
 
 
@@ -129,21 +113,18 @@ def train(dirs: list[Path], minutes: float, out: Path, lr: float = 2e-3, threads
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed + 1)
     sets = render_crops(dirs)
-    xf, yf, gf = sets["fit"]
+    xf, yf, _ = sets["fit"]
     xh, yh, gh = sets["hold"]
     XF = torch.from_numpy(L.standardise(xf))
     XR = torch.from_numpy(L.standardise(flat_crops()))
     XH = torch.from_numpy(L.standardise(xh))
     flat_i, tilted_i = np.flatnonzero(yf), np.flatnonzero(~yf)
-    beside_i = np.flatnonzero(yf & np.char.endswith(gf.astype(str), "|beside die"))
-    print(f"render crops: {len(xf)} fit ({len(tilted_i)} not flat, {len(beside_i)} flat beside another die), "
-          f"{len(xh)} held out; photo and drawn crops {len(XR)}")
+    print(f"render crops: {len(xf)} fit ({len(tilted_i)} not flat), {len(xh)} held out; photo and drawn crops {len(XR)}")
     net = TiltNet()
     opt = torch.optim.AdamW(net.parameters(), lr, weight_decay=1e-4)
     t0, step = time.time(), 0
     while (el := time.time() - t0) < minutes * 60:
-        idx = np.concatenate([rng.choice(flat_i, 40 - BESIDE_SLOTS), rng.choice(beside_i, BESIDE_SLOTS),
-                              rng.choice(tilted_i, 64)])
+        idx = np.concatenate([rng.choice(flat_i, 40), rng.choice(tilted_i, 64)])
         ir = rng.choice(len(XR), 24)
         xb = torch.cat([XR[ir], XF[idx]])
         yb = torch.from_numpy(np.concatenate([np.ones(24, np.float32), yf[idx].astype(np.float32)]))[:, None]
