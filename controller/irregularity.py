@@ -224,6 +224,12 @@ class Tolerances:
             die lying flat beyond it, with less than this x side between the wall and the other
             die's near face, is not "wedged" (``sure_flat_wedged``): a die tilted by t needs
             cos t + sin t sides across (1.2 at 12 degrees). 0: off.
+        beside_track_end: a track that came to rest within this x side of the one die seen,
+            whose re-read there found only that die again (or nothing), is a die beside it the
+            reader missed: it is read again a side out around the die seen (``die_beside``);
+            a die read lying flat there counts as read (simulated camera, cocked-on-die: two
+            dice touching, one against the rail and missed by the detector, the track's end 0.3
+            side from the die seen; fifteenth session). 0: off.
     """
 
     on_die_ratio: float = 0.8
@@ -246,6 +252,7 @@ class Tolerances:
     on_top_margin: float = 0.25
     tilt_decides_off_walls: bool = True
     tilt_room: float = 1.2
+    beside_track_end: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -600,6 +607,20 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                         else "a die not lying flat, its face unsure")
                 notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm that the reader did not find; "
                              f"read there: {what}")
+                continue
+            if len(dice) == 1 and positions[0] is not None and \
+                    math.hypot(x - positions[0][0], y - positions[0][1]) < tol.beside_track_end * geo.size \
+                    and (beside := die_beside()) is not None:
+                # the track ended beside the one die seen and the window there walked onto it
+                # (two dice touching, one against the rail, missed by the detector: the track's
+                # centroid of the pair pulled towards the die seen; simulated camera,
+                # cocked-on-die seeds 2012, 2027): a die read lying flat a side out is that die
+                dice.append(replace(beside, extra={**beside.extra, "from": "track-reread"}))
+                p, zone = place(beside)
+                positions.append(p)
+                zones.append(zone)
+                notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm, beside the die seen, that the "
+                             f"reader did not find; read beside it: {beside.value} (p {beside.confidence:.2f})")
                 continue
             box = (int(c[0] - s_px / 2), int(c[1] - s_px / 2), int(c[0] + s_px / 2), int(c[1] + s_px / 2))
             dice.append(DieReading(value=None, bbox=box, centre=(float(c[0]), float(c[1])), confidence=0.0,

@@ -721,6 +721,29 @@ def test_two_tracks_on_the_one_die_seen_with_a_die_found_beside_it_are_not_stack
         assert verdict(one, track=under, reread=lambda c, s: other) == ("no-roll", "die-on-die", None)
 
 
+def test_a_track_ending_beside_the_one_die_seen_finds_the_die_beside_it():
+    """Two dice touching side by side, one against the rail, the reader finding one: the missed
+    die's track ends 0.85 side from the die seen (its blob's centroid pulled towards it), and
+    read there the window walks onto the die seen (simulated camera, cocked-on-die seeds 2012,
+    2027). A side out around the die seen a die lying flat is read: a roll, where the hidden
+    die's face was in dispute. Not when the track ends farther than ``beside_track_end``
+    sides, nor when nothing flat and read lies beside it."""
+    one = [die(600, 200, 3)]
+    tracks = [_settling(600, 200), _settling(616, 200)]
+    beside = die(621, 200, 5)
+
+    def reread(c, s):
+        return beside if c[0] > one[0].centre[0] + 0.9 * SIDE else one[0]
+
+    assert verdict(one, track=tracks, reread=reread) == ("roll", None, (3, 5))
+    assert verdict(one, track=tracks, reread=lambda c, s: one[0]) == ("boxperson", "face-unreadable", None)
+    off = Tolerances(beside_track_end=0.0)
+    assert verdict(one, track=tracks, reread=reread, tolerances=off) == ("boxperson", "face-unreadable", None)
+    unread = die(621, 200, None, conf=0.1)
+    assert verdict(one, track=tracks, reread=lambda c, s: unread if c[0] > one[0].centre[0] + 0.9 * SIDE
+                   else one[0]) == ("boxperson", "face-unreadable", None)
+
+
 def test_die_the_reader_missed_found_again_cocked_between_two_stacks_is_void():
     """5324.52(h)(1)(i): the track saw a die settle between two 5-chip stacks that the reader did
     not find; read again there it is a die not lying flat, face unsure. Touching both stacks,
