@@ -595,7 +595,9 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             found = reread((float(c[0]), float(c[1])), s_px) if reread is not None else None
             # a die read there, or a die there not lying flat with its face unsure (a cocked
             # die, judged by what it rests on below: on two objects the roll is void, (h)(1)(i))
-            if found is not None and (found.value is not None or not found.flat) and all(
+            # (not lying flat by either estimate: beside chip stacks the tilt classifier's decides)
+            if found is not None and (found.value is not None or not found.flat
+                                      or found.extra.get("p_flat_tilt", 1.0) < 0.5) and all(
                     math.hypot(found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]) > s_px for r in dice):
                 dice.append(replace(found, extra={**found.extra, "from": "track-reread"}))
                 # placed as any die read (the playing area holds the chip bank and the dice

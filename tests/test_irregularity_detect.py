@@ -1,6 +1,8 @@
 """Irregularity detectors (controller/irregularity.py) on synthetic readings: exact verdicts and reasons."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -763,6 +765,11 @@ def test_die_the_reader_missed_found_again_cocked_between_two_stacks_is_void():
     assert kind((460, 300), die(460, 300, None, flat=False, conf=0.15)) == ("boxperson", "face-unreadable")
     assert kind((520, 300), die(520, 300, None, flat=True, conf=0.15)) == ("boxperson", "face-unreadable")
     assert kind((520, 300), None) == ("boxperson", "face-unreadable")
+    # flat by the face classifier, not by the tilt classifier (which decides beside chip stacks):
+    # not lying flat, on both stacks, void (simulated camera, cocked-two-objects seeds 2009,
+    # 2078, 2092: a dispute before; fifteenth session)
+    tilted = dataclasses.replace(die(520, 300, None, flat=True, conf=0.15), extra={"p_flat": 0.9, "p_flat_tilt": 0.1})
+    assert kind((520, 300), tilted) == ("no-roll", "die-on-several-objects")
 
 
 def test_die_called_not_flat_over_the_middle_of_a_stack_lies_flat_on_it():
