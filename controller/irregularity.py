@@ -530,6 +530,15 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         known = sorted(r.side_px for r in dice if r.side_px > 0)
         return known[0] if len(known) >= 2 else None
 
+    def add_reread(found: DieReading) -> None:
+        """Add a die found again by ``reread`` (where a track ended, or beside the die seen) as
+        any die read, placed in its zone (the playing area holds the chip bank and the dice cup:
+        a die found again there is in that zone, not in play)."""
+        dice.append(replace(found, extra={**found.extra, "from": "track-reread"}))
+        p, zone = place(found)
+        positions.append(p)
+        zones.append(zone)
+
     # --- the other die ended where the one die seen lies: under it, (k)(1) ---------------------
     def die_beside() -> DieReading | None:
         """A die lying flat beside the one die seen that the reader missed: ``reread`` a side
@@ -558,10 +567,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         beside it (:func:`die_beside`) is added as read, and nothing is under it."""
         found = _stacked_under(track, positions, zones, geo, tol) if geo is not None and len(dice) == 1 else None
         if found is not None and (beside := die_beside()) is not None:
-            dice.append(replace(beside, extra={**beside.extra, "from": "track-reread"}))
-            p, zone = place(beside)
-            positions.append(p)
-            zones.append(zone)
+            add_reread(beside)
             notes.append(f"two dice's tracks end {found[0]:.1f} mm apart at the one die seen, but a die lies "
                          f"flat beside it, read there: {beside.value} (p {beside.confidence:.2f}): not under it")
             return None
@@ -599,12 +605,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             if found is not None and (found.value is not None or not found.flat
                                       or found.extra.get("p_flat_tilt", 1.0) < 0.5) and all(
                     math.hypot(found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]) > s_px for r in dice):
-                dice.append(replace(found, extra={**found.extra, "from": "track-reread"}))
-                # placed as any die read (the playing area holds the chip bank and the dice
-                # cup: a die found again there is in that zone, not in play)
-                p, zone = place(found)
-                positions.append(p)
-                zones.append(zone)
+                add_reread(found)
                 what = (f"{found.value} (p {found.confidence:.2f})" if found.value is not None
                         else "a die not lying flat, its face unsure")
                 notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm that the reader did not find; "
@@ -617,10 +618,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                 # (two dice touching, one against the rail, missed by the detector: the track's
                 # centroid of the pair pulled towards the die seen; simulated camera,
                 # cocked-on-die seeds 2012, 2027): a die read lying flat a side out is that die
-                dice.append(replace(beside, extra={**beside.extra, "from": "track-reread"}))
-                p, zone = place(beside)
-                positions.append(p)
-                zones.append(zone)
+                add_reread(beside)
                 notes.append(f"the track saw a die settle at ({x:.0f}, {y:.0f}) mm, beside the die seen, that the "
                              f"reader did not find; read beside it: {beside.value} (p {beside.confidence:.2f})")
                 continue

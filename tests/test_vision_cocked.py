@@ -107,23 +107,31 @@ def _bench():
     return irregularity_bench()
 
 
-def _rendered(scenario: str, seed: int) -> list:
-    """The simulated throw's dice at rest, read by the learned reader on its rendered frame:
-    ``[(truth state, the reading nearest its upper face's centre)]`` (within a die side)."""
-    import math
-
+def _scene(scenario: str, seed: int) -> tuple[np.ndarray, list, float]:
+    """The simulated throw at rest on the simulated camera: (uint8 BGR frame, ``[(truth state,
+    its upper face's centre (x, y) px)]``, the calibrated die side, px)."""
     from simulator.render import DicePose
-    from vision.reader import read_dice
 
     B = _bench()
     th = B.simulate(scenario, seed, {}, 60.0, keep_poses=True)
     g = th.plan.geometry
     ren = B.Bench(None, "camera").renderer(g)
     side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
-    readings = read_dice(B.render(th, ren, -1), expected_side_px=side, method="learned")
+    dice = [(st, ren.die_centre_px(DicePose(st.pos_mm, st.quat))) for st in th.states]
+    return B.render(th, ren, -1), dice, side
+
+
+def _rendered(scenario: str, seed: int) -> list:
+    """The simulated throw's dice at rest, read by the learned reader on its rendered frame:
+    ``[(truth state, the reading nearest its upper face's centre)]`` (within a die side)."""
+    import math
+
+    from vision.reader import read_dice
+
+    frame, dice, side = _scene(scenario, seed)
+    readings = read_dice(frame, expected_side_px=side, method="learned")
     out = []
-    for st in th.states:
-        cx, cy = ren.die_centre_px(DicePose(st.pos_mm, st.quat))
+    for st, (cx, cy) in dice:
         near = min(readings, key=lambda r: math.hypot(r.centre[0] - cx, r.centre[1] - cy))
         assert math.hypot(near.centre[0] - cx, near.centre[1] - cy) < side
         out.append((st, near))
@@ -175,17 +183,11 @@ def test_read_die_at_reads_a_cocked_die_where_the_caller_says_it_is() -> None:
     a side off, so the controller re-reads the place the track saw it stop; the cocked-die
     reader reads its 2 there (in the window the face classifier's geometry outputs moved, p 0.85:
     unread)."""
-    from simulator.render import DicePose
     from vision.reader import read_die_at
 
-    B = _bench()
-    th = B.simulate("cocked-on-chips", 1618, {}, 60.0, keep_poses=True)
-    g = th.plan.geometry
-    ren = B.Bench(None, "camera").renderer(g)
-    side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
-    st, = [s for s in th.states if not s.flat]
-    cx, cy = ren.die_centre_px(DicePose(st.pos_mm, st.quat))
-    r = read_die_at(B.render(th, ren, -1), (cx, cy), side)
+    frame, dice, side = _scene("cocked-on-chips", 1618)
+    (st, c), = [(st, c) for st, c in dice if not st.flat]
+    r = read_die_at(frame, c, side)
     assert st.rests_on == "chips" and st.value == 2
     assert r is not None and not r.flat
     assert r.value == 2 and r.confidence >= L.COCKED_MIN
@@ -210,21 +212,14 @@ def test_read_die_at_keeps_the_window_that_read_the_die_beside_another() -> None
     that read it surely is kept."""
     import math
 
-    from simulator.render import DicePose
     from vision.reader import read_die_at
 
-    B = _bench()
-    th = B.simulate("cocked-on-die", 1953, {}, 60.0, keep_poses=True)
-    g = th.plan.geometry
-    ren = B.Bench(None, "camera").renderer(g)
-    side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
-    two, five = sorted(th.states, key=lambda s: s.value)
+    frame, dice, side = _scene("cocked-on-die", 1953)
+    (two, c2), (five, c5) = sorted(dice, key=lambda d: d[0].value)
     assert (two.value, five.value, two.flat, five.flat) == (2, 5, True, True)
-    c2 = ren.die_centre_px(DicePose(two.pos_mm, two.quat))
-    c5 = ren.die_centre_px(DicePose(five.pos_mm, five.quat))
     d = math.hypot(c2[0] - c5[0], c2[1] - c5[1])
     at = (c2[0] + 3.5 * (c2[0] - c5[0]) / d, c2[1] + 3.5 * (c2[1] - c5[1]) / d)
-    r = read_die_at(B.render(th, ren, -1), at, side)
+    r = read_die_at(frame, at, side)
     assert r is not None and r.value == 2 and r.confidence >= 0.9
     assert math.hypot(r.centre[0] - c2[0], r.centre[1] - c2[1]) < 0.25 * side
 
@@ -260,18 +255,12 @@ def test_a_die_leaning_40_degrees_on_the_rail_is_read_by_its_face_most_up() -> N
     fifteenth session learned leans up to 42 degrees by the face most nearly up, reads the 2
     (before it said "cannot tell" from 40 degrees on, and house practice, which reads a cocked
     die as it lies, sent the throw to the boxperson)."""
-    from simulator.render import DicePose
     from vision.reader import read_die_at
 
-    B = _bench()
-    th = B.simulate("cocked-on-rail-wall", 1904, {}, 60.0, keep_poses=True)
-    g = th.plan.geometry
-    ren = B.Bench(None, "camera").renderer(g)
-    side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
-    st, = [s for s in th.states if not s.flat]
+    frame, dice, side = _scene("cocked-on-rail-wall", 1904)
+    (st, c), = [(st, c) for st, c in dice if not st.flat]
     assert st.value == 2 and 38 < st.tilt_deg < 42
-    cx, cy = ren.die_centre_px(DicePose(st.pos_mm, st.quat))
-    r = read_die_at(B.render(th, ren, -1), (cx, cy), side)
+    r = read_die_at(frame, c, side)
     assert r is not None and r.value == 2 and r.confidence >= L.COCKED_MIN
     assert int(np.argmax(r.extra["p"])) == 5      # the face classifier's own guess: a 6
 
@@ -284,20 +273,13 @@ def test_read_die_at_places_a_die_leaning_on_the_other_where_the_caller_says() -
     reader looked), and read 1."""
     import math
 
-    from simulator.render import DicePose
     from vision.reader import read_die_at
 
-    B = _bench()
-    th = B.simulate("cocked-on-die", 1928, {}, 60.0, keep_poses=True)
-    g = th.plan.geometry
-    ren = B.Bench(None, "camera").renderer(g)
-    side = B.calibration_for(ren, g).die_side_px((g.length / 2, g.width / 2))
-    lean, = [s for s in th.states if not s.flat]
-    flat, = [s for s in th.states if s.flat]
+    frame, dice, side = _scene("cocked-on-die", 1928)
+    (lean, c1), = [(st, c) for st, c in dice if not st.flat]
+    (flat, c6), = [(st, c) for st, c in dice if st.flat]
     assert (lean.value, flat.value) == (1, 6)
-    c1 = ren.die_centre_px(DicePose(lean.pos_mm, lean.quat))
-    c6 = ren.die_centre_px(DicePose(flat.pos_mm, flat.quat))
-    r = read_die_at(B.render(th, ren, -1), c1, side)
+    r = read_die_at(frame, c1, side)
     assert r is not None and r.value == 1 and not r.flat
     assert r.centre == (float(c1[0]), float(c1[1]))
     assert math.hypot(r.centre[0] - c6[0], r.centre[1] - c6[1]) > side
