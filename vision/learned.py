@@ -330,14 +330,14 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
     for j, k in enumerate(todo):
         f, p, value, conf, tilt = kept[k]
         c = int(np.argmax(pc[j]))
+        one_not_flat = p[7] < 0.5 or (tilt is not None and tilt < 0.5)   # (both: kind "cocked")
         sure = c != 6 and float(pc[j][c]) >= COCKED_MIN
         if kinds[k] == "cocked" and sure and value in (None, c + 1) and p[NOT_A_FACE] < 0.5:
             value, conf = c + 1, float(pc[j][c])
         elif kinds[k] == "second" and sure and c == int(np.argmax(p[:6])) and p[c] >= SECOND_OPINION_FLOOR \
                 and value in (None, c + 1):
             value, conf = c + 1, max(conf, float(pc[j][c]))
-        elif kinds[k] == "second" and sure and value is None and p[c] >= FALLBACK_MIN_P \
-                and (p[7] < 0.5 or (tilt is not None and tilt < 0.5)):
+        elif kinds[k] == "second" and sure and value is None and p[c] >= FALLBACK_MIN_P and one_not_flat:
             # an unread die one flatness estimate calls not flat: a lean the face classifier
             # reads as another face (a 2 leaning ~40 degrees on the rail's wall read a 6 at
             # p 0.45); the cocked-die reader's sure face, given some probability by the face
@@ -352,7 +352,7 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
             # 0.53 and 2 at 0.41; house practice published the 6)
             value, conf = None, min(conf, 0.2)
         elif value is not None and value != c + 1 and c != 6 and float(pc[j][c]) >= DISAGREE_TILTED \
-                and (p[7] < 0.5 or (tilt is not None and tilt < 0.5)):
+                and one_not_flat:
             # a die one flatness estimate calls not flat, whose face the cocked-die reader, which
             # learned tilted dice, gives to another face at p >= DISAGREE_TILTED: unread
             # (simulated camera, cocked-on-cup seed 1986: a 2 leaning on the cup read a 6 at
