@@ -55,16 +55,19 @@ def beside_wall(img: np.ndarray, dice: list[tuple[int, float, float, float]], da
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dark", type=float, default=0.04, help="share of dark rim pixels around a die (default 0.04)")
-    ap.add_argument("--list", type=int, default=10, help="how many of the least flat to list (default 10)")
-    ap.add_argument("--tiles", type=Path, help="write the listed dice's crops to this PNG")
-    args = ap.parse_args(argv)
+def measure(dark_share: float = 0.04) -> tuple[list[tuple], int, int]:
+    """Read every topdown-tray photo with a labelled die beside the tray's rim.
+
+    Returns:
+        ``(rows, photos, dice)``: one row per labelled die beside the rim, ``(image name, in
+        the train split, labelled value, cx, cy, box side (px), the reading nearest it within
+        half a box or None)``, and the numbers of photos and labelled dice looked at.
+
+    Raises:
+        FileNotFoundError: ../shared's topdown-tray photos are absent.
+    """
     if not (TRAY / "images").is_dir():
-        print(f"tray wall report: {TRAY} absent, nothing measured")
-        return 0
-    cv2.setNumThreads(1)
+        raise FileNotFoundError(f"tray wall report: {TRAY} absent")
     from vision.reader import read_dice
 
     train = set((TRAY / "train.txt").read_text().split())
@@ -78,17 +81,30 @@ def main(argv: list[str] | None = None) -> int:
         dice = labelled_dice(labels, img.shape[1], img.shape[0])
         n_photos += 1
         n_dice += len(dice)
-        near = beside_wall(img, dice, args.dark)
+        near = beside_wall(img, dice, dark_share)
         if not near:
             continue
         reads = read_dice(img)
         for k in near:
             value, x, y, s = dice[k]
             r = min(reads, key=lambda r: np.hypot(r.centre[0] - x, r.centre[1] - y), default=None)
-            if r is None or np.hypot(r.centre[0] - x, r.centre[1] - y) > 0.5 * s:
-                rows.append((path.name, path.name in train, value, x, y, s, None))
-            else:
-                rows.append((path.name, path.name in train, value, x, y, s, r))
+            if r is not None and np.hypot(r.centre[0] - x, r.centre[1] - y) > 0.5 * s:
+                r = None
+            rows.append((path.name, path.name in train, value, x, y, s, r))
+    return rows, n_photos, n_dice
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dark", type=float, default=0.04, help="share of dark rim pixels around a die (default 0.04)")
+    ap.add_argument("--list", type=int, default=10, help="how many of the least flat to list (default 10)")
+    ap.add_argument("--tiles", type=Path, help="write the listed dice's crops to this PNG")
+    args = ap.parse_args(argv)
+    if not (TRAY / "images").is_dir():
+        print(f"tray wall report: {TRAY} absent, nothing measured")
+        return 0
+    cv2.setNumThreads(1)
+    rows, n_photos, n_dice = measure(args.dark)
     found = [t for t in rows if t[6] is not None]
     pf = np.array([t[6].extra.get("p_flat", np.nan) for t in found])
     pt = np.array([t[6].extra.get("p_flat_tilt", np.nan) for t in found])
