@@ -230,16 +230,6 @@ class Tolerances:
             a die read lying flat there counts as read (simulated camera, cocked-on-die: two
             dice touching, one against the rail and missed by the detector, the track's end 0.3
             side from the die seen; fifteenth session). 0: off.
-        tilt_unsure_above: a die touching the other die and nothing else, which the face
-            classifier calls flat (P(flat) >= 0.5) and the tilt classifier not flat but unsure
-            (P(flat) from this to 0.5), lies flat (``tilt_decides_off_walls`` otherwise gives
-            the tilt classifier's "not flat"). Simulated camera, cocked-on-die seeds 1900-2199:
-            the tilt classifier called 22 of 345 flat dice touching the other die not flat (14
-            of them from 0.1 to 0.5, the face classifier calling them flat), and all 143 dice
-            leaning on the other die below 0.1, or below 0.5 with the face classifier calling
-            them not flat too; seeds 2200-2299 (not looked at before): ny-5324 90 -> 92 of 100,
-            house practice 91 unchanged, no valid roll published wrongly. Not beside chip
-            stacks: a die cocked on a stack's edge had tilt 0.14, face 0.57 (seed 2028). 0: off.
     """
 
     on_die_ratio: float = 0.8
@@ -263,7 +253,6 @@ class Tolerances:
     tilt_decides_off_walls: bool = True
     tilt_room: float = 1.2
     beside_track_end: float = 1.5
-    tilt_unsure_above: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -794,11 +783,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             # sent their throws to the boxperson; the tilt classifier called every die cocked
             # on a stack or leaning on the other die not flat (198 of 198) and 308 of those
             # 123 + 193 flat dice flat.
-            # Touching the other die alone, where the tilt classifier is unsure (P(flat) from
-            # ``tilt_unsure_above`` to 0.5) and the face classifier calls the die flat, flat stands.
-            beside_die_only = [o for c in touching[i] for o in c] == ["the other die"]
-            take_tilt = not (beside_die_only and tol.tilt_unsure_above
-                             and tilt_p >= tol.tilt_unsure_above and face_p >= 0.5 > tilt_p)
+            take_tilt = True
         else:
             # Beside a wall (rail, cup, bank), where both are fooled by a die leaning on it (the
             # tilt classifier called 31 of 94 such dice flat), the lower of the two: the face

@@ -317,37 +317,6 @@ def test_tilt_classifier_decides_beside_stacks_and_the_other_die_and_either_flat
         assert (v.kind, v.reason) == want
 
 
-def test_tilt_classifier_unsure_beside_the_other_die_alone_leaves_the_face_classifiers_flat():
-    """Touching the other die alone, a tilt classifier's "not flat" between ``tilt_unsure_above``
-    (0.1) and 0.5 does not overrule the face classifier's "flat" (simulated camera,
-    cocked-on-die seeds 1900-2199: 14 flat dice side by side went to the boxperson, no die
-    leaning on the other die had a tilt P(flat) from 0.1 with a face P(flat) from 0.5). A sure
-    "not flat" (below 0.1), or the face classifier agreeing, still makes it lean on the other
-    die; beside a chip stack the rule does not apply (cocked-on-chips seed 2028: a die cocked on
-    the stack, tilt 0.14, face 0.57)."""
-    from dataclasses import replace
-
-    def tilted(r, p_face, p_tilt):
-        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
-
-    def pair(p_face, p_tilt):
-        return [die(600, 300, 2), tilted(die(621, 300, 5), p_face, p_tilt)]
-
-    assert verdict(pair(0.7, 0.2)) == ("roll", None, (2, 5))
-    assert verdict(pair(0.7, 0.2), "nj-13-47") == ("roll", None, (2, 5))
-    obs = observe_throw(pair(0.7, 0.2), calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS)
-    assert obs.observations[1].reading.flat is True
-    assert obs.observations[1].reading.extra["p_flat"] == 0.7
-    for p_face, p_tilt in ((0.7, 0.05), (0.4, 0.2)):
-        assert verdict(pair(p_face, p_tilt)) == ("boxperson", "face-unreadable", None), (p_face, p_tilt)
-    # off: the tilt classifier's 0.2 decides, as before
-    assert verdict(pair(0.7, 0.2), tolerances=Tolerances(tilt_unsure_above=0.0)) == \
-        ("boxperson", "face-unreadable", None)
-    # beside the stack the tilt classifier's unsure "not flat" still makes the die cocked on it
-    assert verdict([die(600, 300, 2), tilted(die(345, 70, 5), 0.7, 0.2)], "nj-13-47") == \
-        ("boxperson", "die-not-flat", None)
-
-
 def test_flat_die_between_the_rail_and_the_other_die_has_no_room_to_be_cocked():
     """A die read flat at P(flat) 0.7 touching the rail and the other die (lying flat 1.1 sides
     out) was "wedged" (``sure_flat_wedged`` 0.8): a dispute. With 1.1 sides of room between
