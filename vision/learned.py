@@ -52,6 +52,8 @@ FACES_ONNX = MODEL_DIR / "dice_faces.onnx"
 #: The second opinion on flatness (:func:`p_flat_tilt`); optional: without it the readings carry
 #: no ``extra["p_flat_tilt"]``.
 TILT_ONNX = MODEL_DIR / "dice_tilt.onnx"
+#: The tilt classifier's window, in die boxes (the face classifier's :data:`WINDOW`).
+TILT_WINDOW = 1.25
 #: The cocked-die reader (:func:`cocked_faces`); optional: without it a die both flatness
 #: estimates call not flat keeps the face classifier's reading.
 COCKED_ONNX = MODEL_DIR / "dice_cocked.onnx"
@@ -233,7 +235,7 @@ def p_flat_tilt(img: np.ndarray, found: list[tuple[float, float, float, float]])
     net = _tilt_net()
     if net is None or not found:
         return None
-    crops = np.stack([crop_die(img, x, y, size) for x, y, size, _ in found])
+    crops = np.stack([crop_die(img, x, y, size * TILT_WINDOW / WINDOW) for x, y, size, _ in found])
     p = net(standardise(crops)).reshape(len(found))
     # A die the upright view calls not flat is seen in three more 90-degree turns too, and the
     # four are averaged (held-out renders: flat dice called not flat 4 -> 3 of 376, the same
