@@ -19,13 +19,14 @@ angle and mirrored; a die not lying flat is cropped 12 times, a flat one 4 (rend
 Batches of 128: 64 not flat (renders), 40 flat renders, 24 flat photos and drawn dice; noise, 90-degree turns
 and a mirror added per batch. Loss: binary cross-entropy. AdamW, cosine learning rate.
 
-Usage (the shipped weights: ``vision/models/MODEL_CARD.md``, "Tilt classifier")::
+Usage (the shipped weights: ``vision/models/MODEL_CARD.md``, "Tilt classifier retrained on the
+dice where the reader finds them")::
 
-    python -m vision.train.sim_data /tmp/tilt/forced --throws 400 --first-seed 30000 --scenarios \\
-        cocked-on-chips flat-on-one-chip cocked-two-objects cocked-chips-other-rail cocked-on-rail-wall \\
-        cocked-on-cup cocked-on-die cocked-on-bank-side bank-edge rail-edge
-    python -m vision.train.sim_data /tmp/tilt/mix --throws 300 --first-seed 32000
-    python -m vision.train.tilt /tmp/tilt/forced /tmp/tilt/mix --minutes 10
+    python -m vision.train.sim_data /tmp/cocked/forced --throws 1200 --first-seed 40000 --scenarios \\
+        cocked-on-chips cocked-on-chips cocked-on-chips cocked-chips-other-rail flat-on-one-chip \\
+        cocked-two-objects cocked-on-die cocked-on-rail-wall cocked-on-cup cocked-on-bank-side
+    python -m vision.train.sim_data /tmp/cocked/mix --throws 500 --first-seed 42000
+    python -m vision.train.tilt /tmp/cocked/forced /tmp/cocked/mix --minutes 15
 """
 from __future__ import annotations
 
