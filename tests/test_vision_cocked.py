@@ -300,3 +300,21 @@ def test_a_tilted_die_whose_face_the_cocked_reader_gives_to_another_is_unread(st
             ((4.0, 0, 20, 0.9), _p(6, 0.85, 0.9), 6, 0.85, 0.95)]
     out = L._read_cocked(IMG, kept)
     assert [(o[2], round(o[3], 2)) for o in out] == [(None, 0.2), (6, 0.89), (6, 0.89), (6, 0.85)]
+
+
+def test_tilt_classifier_judges_the_window_the_reader_puts_on_a_die() -> None:
+    """The tilt classifier runs on the reader's window, which for a die leaning on something is
+    walked toward it; since the sixteenth session it learned from such windows too
+    (``vision.train.tilt.reader_crops``). cocked-on-bank-side seed 2248: the 2 leaning 39
+    degrees on the bank's side was called flat (P(flat) 0.97, the face classifier 0.64), so
+    ny-5324 published the throw as a valid roll where the die rests on the bank (k)(2)(iii);
+    now not flat. cocked-on-die seed 2270: two 5s lying flat side by side against the rail,
+    one called not flat (0.16); now flat."""
+    bank = _rendered("cocked-on-bank-side", 2248)
+    (st, r), = [(st, r) for st, r in bank if not st.flat]
+    assert st.value == 2 and st.rests_on == "bank"
+    assert r.extra["p_flat_tilt"] < 0.1
+    pair = _rendered("cocked-on-die", 2270)
+    assert [st.flat for st, _ in pair] == [True, True]
+    assert sorted(r.value for _, r in pair) == [5, 5]
+    assert min(r.extra["p_flat_tilt"] for _, r in pair) > 0.9
