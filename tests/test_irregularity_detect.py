@@ -131,24 +131,27 @@ def test_die_read_flat_off_the_wall_needs_to_be_surer_of_it():
     """A die leaning 45 degrees on the rail's wall shows two faces spanning 1.41 sides out from
     it; read "flat", its centre lies 0.7-1.0 side out. A flat die touching the wall has its
     centre within half a diagonal (0.71 side) of it. So a die read flat 16 mm (0.84 side) out
-    needs P(flat) 0.85 (``sure_flat_off_wall``), one 12 mm out (touching, if flat) 0.6 as
-    before: below, which face is uppermost is in dispute, 9 NYCRR 5324.52(h)(1)(ii)."""
+    needs P(flat) 0.7 (``sure_flat_off_wall``; 0.85 before the tilt classifier was retrained on
+    the reader's windows), one 12 mm out (touching, if flat) 0.6 as before: below, which face is
+    uppermost is in dispute, 9 NYCRR 5324.52(h)(1)(ii)."""
     from dataclasses import replace
 
     def p_flat(r, p):
         return replace(r, extra={**r.extra, "p_flat": p})
 
     other = die(700, 300, 3)
-    assert verdict([other, p_flat(die(16, 300, 4), 0.8)]) == ("boxperson", "face-unreadable", None)
-    assert verdict([other, p_flat(die(16, 300, 4), 0.9)]) == ("roll", None, (4, 3))
-    assert verdict([other, p_flat(die(12, 300, 4), 0.8)]) == ("roll", None, (4, 3))
+    assert verdict([other, p_flat(die(16, 300, 4), 0.65)]) == ("boxperson", "face-unreadable", None)
+    assert verdict([other, p_flat(die(16, 300, 4), 0.75)]) == ("roll", None, (4, 3))
+    assert verdict([other, p_flat(die(16, 300, 4), 0.75)], tolerances=Tolerances(sure_flat_off_wall=0.85)) == \
+        ("boxperson", "face-unreadable", None)
+    assert verdict([other, p_flat(die(12, 300, 4), 0.65)]) == ("roll", None, (4, 3))
     # beyond lean_contact (1.1 sides) a die leans on nothing
-    assert verdict([other, p_flat(die(30, 300, 4), 0.8)]) == ("roll", None, (4, 3))
+    assert verdict([other, p_flat(die(30, 300, 4), 0.65)]) == ("roll", None, (4, 3))
     # house practice reads a cocked die as seen
-    assert verdict([other, p_flat(die(16, 300, 4), 0.8)], "house-practice") == ("roll", None, (4, 3))
-    # the chip bank is left out: 16 mm off its inner side, read at P(flat) 0.8, a roll
+    assert verdict([other, p_flat(die(16, 300, 4), 0.65)], "house-practice") == ("roll", None, (4, 3))
+    # the chip bank is left out: 16 mm off its inner side, read at P(flat) 0.65, a roll
     x0, y0, x1, y1 = GEOM.bank_rect
-    assert verdict([other, p_flat(die((x0 + x1) / 2, y1 + 16, 4), 0.8)]) == ("roll", None, (4, 3))
+    assert verdict([other, p_flat(die((x0 + x1) / 2, y1 + 16, 4), 0.65)]) == ("roll", None, (4, 3))
     assert verdict([other, p_flat(die((x0 + x1) / 2, y1 + 16, 4), 0.55)]) == ("boxperson", "face-unreadable", None)
 
 
@@ -156,21 +159,21 @@ def test_die_read_flat_standing_out_from_the_other_die_needs_to_be_surer_of_it()
     """The other die, lying flat, is a wall as high as a die: one leaning 45 degrees on it is
     read "flat" 1.2-1.5 sides from its centre (simulated camera), where two flat dice that
     touch are 1.0-1.2 apart. A die read flat 25 mm (1.31 sides) from the other needs P(flat)
-    0.85, as off a wall; 21 mm (1.1 sides) away it is a die touching the other, as before.
+    0.7, as off a wall; 21 mm (1.1 sides) away it is a die touching the other, as before.
     Below, which face is uppermost is in dispute, 9 NYCRR 5324.52(h)(1)(ii)."""
     from dataclasses import replace
 
     def p_flat(r, p):
         return replace(r, extra={**r.extra, "p_flat": p})
 
-    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.8)]) == ("boxperson", "face-unreadable", None)
-    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.9)]) == ("roll", None, (3, 4))
-    assert verdict([die(700, 300, 3), p_flat(die(721, 300, 4), 0.8)]) == ("roll", None, (3, 4))
+    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.65)]) == ("boxperson", "face-unreadable", None)
+    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.75)]) == ("roll", None, (3, 4))
+    assert verdict([die(700, 300, 3), p_flat(die(721, 300, 4), 0.65)]) == ("roll", None, (3, 4))
     # the other die not read flat leans on this one, not this on it (a dispute of its own)
-    assert verdict([die(700, 300, 3, flat=False), p_flat(die(725, 300, 4), 0.8)])[:2] == \
+    assert verdict([die(700, 300, 3, flat=False), p_flat(die(725, 300, 4), 0.65)])[:2] == \
         ("boxperson", "face-unreadable")
     # house practice reads a cocked die as seen
-    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.8)], "house-practice") == ("roll", None, (3, 4))
+    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.65)], "house-practice") == ("roll", None, (3, 4))
 
 
 def test_barely_flat_die_wedged_between_two_stacks_goes_to_the_boxperson():
