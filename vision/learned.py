@@ -235,7 +235,7 @@ def p_flat_tilt(img: np.ndarray, found: list[tuple[float, float, float, float]])
     net = _tilt_net()
     if net is None or not found:
         return None
-    crops = np.stack([crop_die(img, x, y, size * TILT_WINDOW / WINDOW) for x, y, size, _ in found])
+    crops = np.stack([crop_tilt(img, x, y, size) for x, y, size, _ in found])
     p = net(standardise(crops)).reshape(len(found))
     # A die the upright view calls not flat is seen in three more 90-degree turns too, and the
     # four are averaged (held-out renders: flat dice called not flat 4 -> 3 of 376, the same
@@ -282,6 +282,13 @@ def cocked_faces(img: np.ndarray, found: list[tuple[float, float, float, float]]
     return p.mean(axis=0)
 
 
+def _not_flat_votes(p: np.ndarray, tilt: float | None) -> int:
+    """How many of the two flatness estimates call a candidate not flat (0, 1 or 2): the face
+    classifier's P(flat) ``p[7]`` and the tilt classifier's ``tilt`` (``None``: not shipped),
+    each below 0.5."""
+    return int(p[7] < 0.5) + int(tilt is not None and tilt < 0.5)
+
+
 def _read_cocked(img: np.ndarray, kept: list) -> list:
     """``kept`` (``[(candidate, p, value, conf, tilt)]``) with the cocked-die reader
     (:func:`cocked_faces`) asked about two kinds of dice; its probabilities go to
@@ -317,7 +324,7 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
       degrees read a 6 at p 0.996, the cocked-die reader 6 at 0.53: it was a 2)."""
     def asked(item) -> str | None:
         _, p, _, conf, tilt = item
-        if p[7] < 0.5 and tilt is not None and tilt < 0.5:
+        if _not_flat_votes(p, tilt) == 2:
             return "cocked"
         if p[NOT_A_FACE] < 0.5 and int(np.argmax(p[:7])) != NOT_A_FACE and conf < SECOND_OPINION_BELOW:
             return "second"
@@ -332,7 +339,7 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
     for j, k in enumerate(todo):
         f, p, value, conf, tilt = kept[k]
         c = int(np.argmax(pc[j]))
-        one_not_flat = p[7] < 0.5 or (tilt is not None and tilt < 0.5)   # (both: kind "cocked")
+        one_not_flat = _not_flat_votes(p, tilt) >= 1   # (both: kind "cocked")
         sure = c != 6 and float(pc[j][c]) >= COCKED_MIN
         if kinds[k] == "cocked" and sure and value in (None, c + 1) and p[NOT_A_FACE] < 0.5:
             value, conf = c + 1, float(pc[j][c])
@@ -392,6 +399,12 @@ def crop_die(img: np.ndarray, cx: float, cy: float, size: float, angle_deg: floa
     m[1, 2] += CROP / 2 - cy
     src, m_src = window_source(img, m, cx, cy, WINDOW * size)
     return cv2.warpAffine(src, m_src, (CROP, CROP), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT101)
+
+
+def crop_tilt(img: np.ndarray, cx: float, cy: float, size: float, angle_deg: float = 0.0) -> np.ndarray:
+    """The tilt classifier's view of a die of box side ``size`` (pixels) at ``(cx, cy)``:
+    :func:`crop_die` with a window of :data:`TILT_WINDOW` boxes; uint8 ``(CROP, CROP, 3)``."""
+    return crop_die(img, cx, cy, size * TILT_WINDOW / WINDOW, angle_deg)
 
 
 def window_source(img: np.ndarray, m: np.ndarray, cx: float, cy: float, window: float,
@@ -721,7 +734,7 @@ def read_die_at(image: np.ndarray, centre: tuple[float, float], side_px: float) 
     x0, y0 = float(centre[0]), float(centre[1])
     (_, p, value, conf, t, cocked), = _read_cocked(img, [((x0, y0, box, score), p, value, conf,
                                                           None if tilt is None else float(tilt[0]))])
-    if p[7] < 0.5 and t is not None and t < 0.5:
+    if _not_flat_votes(p, t) == 2:
         # a die both estimates call not flat is placed where the caller says it is, where the
         # cocked-die reader looked: the geometry outputs, learned on flat dice, walked the window
         # of a die leaning on the other die half a side towards it (simulated camera,

@@ -13,7 +13,7 @@ Data (train data only, never the report splits):
   flat: without the photos the classifier, trained on renders alone, called 2 in 3 real
   photographed dice "not flat"; without the drawn dice, a drawn white die on grey.
 
-Each crop is the face classifier's window (:func:`vision.learned.crop_die`: 1.25 die boxes,
+Each crop is the tilt classifier's window (:func:`vision.learned.crop_tilt`: 1.25 die boxes, the face classifier's,
 48x48) around the die, its centre moved up to 10 % of a box, its size 0.9..1.15 x, turned any
 angle and mirrored; a die not lying flat is cropped 12 times, a flat one 4 (renders) or 3 (photos).
 Batches of 128: 64 not flat (renders), 40 flat renders, 24 flat photos and drawn dice; noise, 90-degree turns
@@ -85,7 +85,7 @@ def render_crops(dirs: list[Path], seed: int = 0) -> dict[str, tuple[np.ndarray,
                         cx += rng.uniform(-0.1, 0.1) * box
                         cy += rng.uniform(-0.1, 0.1) * box
                         angle = float(rng.uniform(0, 360))
-                    c = L.crop_die(img, cx, cy, box * L.TILT_WINDOW / L.WINDOW, angle)
+                    c = L.crop_tilt(img, cx, cy, box, angle)
                     if split == "fit" and rng.random() < 0.5:
                         c = c[:, ::-1]
                     out[split][0].append(c)
@@ -122,8 +122,8 @@ def reader_crops(dirs: list[Path], seed: int = 2) -> tuple[np.ndarray, np.ndarra
                 box = 1.2 * r.side_px
                 for _ in range(3 if best["flat"] else 8):
                     b = box * rng.uniform(0.95, 1.08)
-                    c = L.crop_die(img, r.centre[0] + rng.uniform(-0.05, 0.05) * b, r.centre[1] + rng.uniform(-0.05, 0.05) * b,
-                                   b * L.TILT_WINDOW / L.WINDOW, float(rng.uniform(0, 360)))
+                    c = L.crop_tilt(img, r.centre[0] + rng.uniform(-0.05, 0.05) * b, r.centre[1] + rng.uniform(-0.05, 0.05) * b,
+                                    b, float(rng.uniform(0, 360)))
                     crops.append(c[:, ::-1] if rng.random() < 0.5 else c)
                     flat.append(bool(best["flat"]))
     return np.stack(crops), np.array(flat)
@@ -139,8 +139,8 @@ def flat_crops(seed: int = 5, drawn: int = 150) -> np.ndarray:
         for d in smp.dice:
             for _ in range(3):
                 box = d.size * rng.uniform(0.9, 1.15)
-                c = L.crop_die(img, d.cx + rng.uniform(-0.1, 0.1) * box, d.cy + rng.uniform(-0.1, 0.1) * box,
-                               box * L.TILT_WINDOW / L.WINDOW, float(rng.uniform(0, 360)))
+                c = L.crop_tilt(img, d.cx + rng.uniform(-0.1, 0.1) * box, d.cy + rng.uniform(-0.1, 0.1) * box,
+                                box, float(rng.uniform(0, 360)))
                 crops.append(c[:, ::-1] if rng.random() < 0.5 else c)
     return np.stack(crops)
 
