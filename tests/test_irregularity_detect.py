@@ -809,3 +809,29 @@ def test_cocked_die_on_a_low_stack_with_its_face_unread_is_noted_as_resting_on_i
     assert any("rests on chips at (330, 70), its upper face not read" in n for n in obs.notes), obs.notes
     v, _ = judge([die(700, 300, 3), cocked], calibration=CAL, profile=load_profile("nj-13-47"), objects=CHIPS)
     assert (v.kind, v.reason) == ("boxperson", Reason.DIE_NOT_FLAT)
+
+
+def test_tilt_classifier_sure_of_flat_outweighs_the_face_classifier_beside_a_wall():
+    """Beside a wall the lower of the two flatness estimates counts, but the tilt classifier at
+    ``tilt_sure_flat`` (0.999) or more counts instead: two flat dice touching, one against the
+    rail, the face classifier's P(flat) 0.23 for it (its window holds the other die), the tilt
+    classifier's 0.9995 (simulated camera, cocked-on-die seed 2270: voided as a die resting on
+    the rail and the other die). No die leaning on a wall had the tilt classifier's P(flat)
+    above 0.989 (seeds 2100-2299): at 0.99 the lower, the face classifier's, still counts."""
+    from dataclasses import replace
+
+    def tilted(r, p_face, p_tilt):
+        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
+
+    pair = [tilted(die(800, 550.5, 5), 0.23, 0.9995), die(800, 529.4, 5)]
+    assert verdict(pair) == ("roll", None, (5, 5))
+    assert verdict(pair, "nj-13-47") == ("roll", None, (5, 5))
+    obs = observe_throw(pair, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS)
+    assert obs.observations[0].reading.extra["p_flat"] == 0.9995
+    assert obs.observations[0].reading.extra["p_flat_face"] == 0.23
+    off = Tolerances(tilt_sure_flat=0.0)
+    v, _ = judge(pair, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS, tolerances=off)
+    assert (v.kind, v.reason) == ("no-roll", Reason.DIE_ON_SEVERAL_OBJECTS)
+    # the tilt classifier at 0.99 beside the rail, alone: the face classifier's 0.35 counts
+    assert verdict([die(600, 300, 2), tilted(die(800, 550, 5), 0.35, 0.99)]) == ("boxperson", "face-unreadable", None)
+    assert verdict([die(600, 300, 2), tilted(die(800, 550, 5), 0.35, 0.9995)]) == ("roll", None, (2, 5))
