@@ -236,11 +236,12 @@ class Tolerances:
             tilted 15 degrees or more in the lean scenarios (rail, cup, bank side, the other
             die, chips) the tilt classifier gave none 0.99 or more (the highest 0.989 and 0.984,
             two dice leaning on the rail's wall), while flat dice beside the rail whose face
-            classifier's P(flat) was below 0.7 had it at 0.999 or more in 26 of 40 (two flat
+            classifier's P(flat) was below 0.7 had it at 0.999 or more in 26 of 67 (two flat
             dice touching, one against the rail: the face classifier sees the other die in its
-            window). Cocked-on-die went 185 -> 193 of 200 right under ny-5324, natural throws
-            one boxperson call fewer in 200, no valid roll published wrongly in any scenario.
-            0: off.
+            window). Cocked-on-die went 185 -> 193 of 200 right under ny-5324 (seeds 2300-2399,
+            never looked at: 91 -> 96 of 100), natural throws one boxperson call fewer in 200
+            (10050-10249 and 10250-10449), no valid roll published wrongly in any scenario
+            (docs/irregularities.md, seventeenth session). 0: off.
         beside_track_end: a track that came to rest within this x side of the one die seen,
             whose re-read there found only that die again (or nothing), is a die beside it the
             reader missed: it is read again a side out around the die seen (``die_beside``);
