@@ -69,6 +69,7 @@ def test_tolerances_are_optional_validated_and_reach_the_observer():
 
 @pytest.mark.parametrize("bad, key", [({"sure_flatt": 0.7}, "rules.tolerances.sure_flatt"),
                                       ({"sure_flat": 1.5}, "rules.tolerances.sure_flat"),
+                                      ({"tilt_sure_flat": 1.2}, "rules.tolerances.tilt_sure_flat"),
                                       ({"leaning_ratio": -0.1}, "rules.tolerances.leaning_ratio"),
                                       ({"open_felt_is_flat": "yes"}, "rules.tolerances.open_felt_is_flat"),
                                       ({"sure_flat": True}, "rules.tolerances.sure_flat")])
