@@ -52,11 +52,15 @@ def test_soak_rejects_sizes_that_would_wrap_sequence_numbers():
 
 
 def test_soak_detects_an_mcu_without_duplicate_filter():
-    """The soak's check can fail: an MCU that acts on retransmissions is caught."""
+    """The soak's check can fail: an MCU that acts on retransmissions is caught. Each of the 8
+    disconnects makes the host send its command again; an ack that arrives late on a loaded
+    machine makes one more (9 in one run of the suite on a fresh clone), so the count is at
+    least 8, and every command executed twice is counted as such."""
     r = run_soak(200, corrupt_rate=0.0, disconnect_every=25, seed=5, time_limit_s=30.0,
                  mcu_options={"duplicate_filter": False})
-    assert r.executed_twice == 8, r.summary()
-    assert r.executed == 208 and not r.ok
+    assert r.disconnects == 8, r.summary()
+    assert 8 <= r.executed_twice <= r.retransmissions, r.summary()
+    assert r.executed == 200 + r.executed_twice and not r.ok, r.summary()
 
 
 def test_dropped_inserted_and_delayed_bytes_never_cause_double_execution():
