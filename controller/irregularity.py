@@ -145,12 +145,18 @@ class Tolerances:
         merged_area_ratio: a lone die region larger than this x the die's area holds two dice
             (a reader's region of one die takes in its sides and shadow: up to ~1.9 areas).
         support_margin: a die centre within a stack's radius + this: its bottom rests on it.
-        contact_margin: within a stack's radius + this: it touches the stack.
+        contact_margin: within a stack's radius + this: it touches the stack (a stack lower
+            than ``lean_min_height``; a taller one is reached within ``lean_contact``).
         lean_min_height: a stack lower than this cannot be leaned against sideways (the die
-            rests on its top edge instead).
+            rests on its top edge instead). A taller one is a wall to the die: reached within
+            ``lean_contact`` of its edge (seventeenth session: 75 dice leaning 40 degrees on a
+            5-chip stack's side, simulated camera, had their upper face 0.34-1.0 side beyond
+            its edge; beyond 0.9 side they were on open felt, where either flatness estimate
+            calling a die flat is enough, and 2 of 80 were published with the face seen).
         wall_contact: a die centre within this of the playing area's edge touches the rail.
         lean_contact: a die not lying flat whose upper face's centre is within this of a rail,
-            the chip bank, the dice cup or the other die leans on it. The reader gives the
+            the chip bank, the dice cup, the other die or a stack at least ``lean_min_height``
+            tall leans on it. The reader gives the
             upper face's centre, which for a die tilted 45 degrees against a wall lies ~0.3
             side further from the wall than its footprint's (simulated table: 19 mm against
             the 14.3 mm of ``wall_contact``; no leaning die was found against the rail).
@@ -725,14 +731,17 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         support: list[str] = []
         edge: list[str] = []
         lean: list[str] = []
+        farther: list[str] = []   # tall stacks beyond contact_margin, within lean_contact
         if positions[i] is not None:
             for o in objects:
                 d = math.hypot(p[0] - o.x_mm, p[1] - o.y_mm)
+                tall = o.height_mm >= tol.lean_min_height * s
                 if d < o.radius_mm + tol.support_margin * s:
                     support.append(f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
                 elif d < o.radius_mm + tol.contact_margin * s:
-                    (lean if o.height_mm >= tol.lean_min_height * s else edge).append(
-                        f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
+                    (lean if tall else edge).append(f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
+                elif tall and d < o.radius_mm + tol.lean_contact * s:
+                    farther.append(f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
             reach = max(tol.wall_contact, tol.lean_contact) * s
             if playing is not None and _dist_to_boundary(playing, p) < reach:
                 lean.append("rail")
@@ -743,6 +752,12 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             for j in in_play:
                 if j != i and apart(i, j) < (0.5 + tol.lean_contact) * s:
                     lean.append("the other die")
+            if not (support or edge or lean):
+                # A stack a die can lean on sideways is a wall to it: a die leaning on it shows
+                # its upper face as far out as from the rail (``lean_contact``), when it has
+                # nothing nearer to lean on (a die leaning on the other die beside a 4-chip stack
+                # was made to rest on both: simulated camera, cocked-on-die seed 2181).
+                lean += farther
         return support, edge, lean
 
     def wall_distance(i: int, walls: Sequence[str]) -> float | None:

@@ -840,3 +840,28 @@ def test_tilt_classifier_sure_of_flat_outweighs_the_face_classifier_beside_a_wal
     # the tilt classifier at 0.99 beside the rail, alone: the face classifier's 0.35 counts
     assert verdict([die(600, 300, 2), tilted(die(800, 550, 5), 0.35, 0.99)]) == ("boxperson", "face-unreadable", None)
     assert verdict([die(600, 300, 2), tilted(die(800, 550, 5), 0.35, 0.9995)]) == ("roll", None, (2, 5))
+
+
+def test_a_stack_a_die_can_lean_on_is_reached_as_far_as_a_wall():
+    """A die leaning 40 degrees on the side of a stack taller than ``lean_min_height`` shows
+    its upper face up to a side beyond the stack's edge (simulated camera, seventeenth session:
+    75 dice leaning on a 5-chip stack, 26-38 mm from its centre, the stack's radius 19.5 mm), as
+    a die leaning on the rail does: such a stack is reached within ``lean_contact`` (1.1 side),
+    not ``contact_margin`` (0.9). Beyond 0.9 side the die was on open felt, where the higher of
+    the two flatness estimates counts: the face classifier's "flat" (0.75; the tilt classifier
+    0.003) published the face seen, under ny-5324 and nj-13-47 (2 of 80 such throws). Now it
+    leans on the chips: its face is in dispute (nj-13-47: the boxperson decides die-not-flat)."""
+    from dataclasses import replace
+
+    def tilted(r, p_face, p_tilt):
+        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
+
+    leaning = [die(600, 300, 2), tilted(die(300.0 + 19.5 + 0.98 * 19.05, 500.0, 4), 0.75, 0.003)]
+    assert verdict(leaning) == ("boxperson", "face-unreadable", None)
+    assert verdict(leaning, "nj-13-47") == ("boxperson", "die-not-flat", None)
+    # the old reach, 0.9 side for every stack: open felt, the face seen published
+    old = Tolerances(lean_contact=0.9)
+    assert verdict(leaning, tolerances=old) == ("roll", None, (4, 2))
+    # a low stack (the 3-chip one, 9.9 mm) is no wall: at the same distance, open felt
+    beside_low = [die(600, 300, 2), tilted(die(330.0, 70.0 + 19.5 + 0.98 * 19.05, 4), 0.75, 0.003)]
+    assert verdict(beside_low) == ("roll", None, (4, 2))
