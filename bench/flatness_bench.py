@@ -36,7 +36,7 @@ from simulator.geometry import CHIP_DIAMETER_MM  # noqa: E402
 from simulator.render import DicePose  # noqa: E402
 
 DEFAULT_SCENARIOS = ("cocked-on-die", "cocked-on-chips", "cocked-two-objects", "flat-on-one-chip",
-                     "cocked-on-rail-wall", "natural")
+                     "cocked-on-rail-wall", "flat-beside-stack", "cocked-on-tall-stack", "natural")
 
 
 def context(st, states, geometry) -> str:

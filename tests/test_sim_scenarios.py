@@ -91,3 +91,27 @@ def test_die_on_die_rests_on_the_other_die():
     top = o.states[o.plan.forced_die]
     assert top.rests_on == "die" and top.flat
     assert top.pos_mm[2] == pytest.approx(1.5 * o.plan.geometry.die_size, abs=1.0)
+
+
+def test_dice_set_beside_and_leaning_on_tall_stacks_rest_as_placed():
+    """``flat-beside-stack``: the forced die lies flat on the felt within 4 mm of a 3-6 chip
+    stack; ``cocked-on-tall-stack``: it leans on a 4-6 chip stack's side, resting on the felt
+    and the chips (9 NYCRR 5324.52(h)(1)(i)), tilted 25-50 degrees. Stacks anywhere on the
+    layout, so the tilt classifier learns them beyond the places the other scenarios use."""
+    from simulator.geometry import CHIP_DIAMETER_MM
+    places = set()
+    for seed in range(10):
+        o = run_throw(plan_throw("flat-beside-stack", seed))
+        d = o.states[o.plan.forced_die]
+        g = o.plan.geometry
+        assert d.flat and d.rests_on == "felt" and not o.moving, (seed, d)
+        gap = min(np.hypot(d.pos_mm[0] - s.x, d.pos_mm[1] - s.y) - CHIP_DIAMETER_MM / 2 for s in g.stacks if s.chips >= 3)
+        assert g.die_size / 2 - 0.5 < gap < g.die_size / np.sqrt(2) + 4.5, (seed, gap)
+        places.add((round(d.pos_mm[0], -2), round(d.pos_mm[1], -2)))
+        o = run_throw(plan_throw("cocked-on-tall-stack", seed))
+        d = o.states[o.plan.forced_die]
+        assert not d.flat and d.rests_on == "chips" and 25.0 < d.tilt_deg < 50.0, (seed, d)
+        assert sorted(s["on"] for s in d.sides) == ["chips", "felt"]
+        near = min(o.plan.geometry.stacks, key=lambda s: np.hypot(d.pos_mm[0] - s.x, d.pos_mm[1] - s.y))
+        assert near.chips >= 4 and np.hypot(d.pos_mm[0] - near.x, d.pos_mm[1] - near.y) < CHIP_DIAMETER_MM / 2 + g.die_size, seed
+    assert len(places) >= 5, places

@@ -41,16 +41,32 @@ def _at_rest(scenario: str, seed: int):
     return frame, side, pairs
 
 
-def test_tilt_weights_are_shipped_small_and_agree_across_runtimes() -> None:
-    assert L.TILT_ONNX.is_file()
-    assert L.TILT_ONNX.stat().st_size < 300_000
+@pytest.mark.parametrize("path", [L.TILT_ONNX, *L.TILT_MORE_ONNX], ids=lambda p: p.name)
+def test_tilt_weights_are_shipped_small_and_agree_across_runtimes(path) -> None:
+    assert path.is_file()
+    assert path.stat().st_size < 300_000
     x = np.random.default_rng(4).standard_normal((3, 3, L.CROP, L.CROP)).astype(np.float32)
-    a = L.OnnxNet(L.TILT_ONNX)
+    a = L.OnnxNet(path)
     out = a(x)
     assert out.shape == (3, 1)
     assert np.all((out >= 0) & (out <= 1))
     if a.runtime == "onnxruntime":
-        np.testing.assert_allclose(out, L.OnnxNet(L.TILT_ONNX, "cv2")(x).reshape(out.shape), atol=1e-4)
+        np.testing.assert_allclose(out, L.OnnxNet(path, "cv2")(x).reshape(out.shape), atol=1e-4)
+
+
+def test_tilt_classifier_is_the_mean_of_the_shipped_networks() -> None:
+    """P(flat) of the tilt classifier is the mean of dice_tilt.onnx's and
+    dice_tilt_stacks.onnx's (checked on inputs where they differ)."""
+    frame, side, pairs = _at_rest("cocked-on-chips", 1200)
+    r = [r for st, r in pairs if st.rests_on == "chips"][0]
+    crop = L.standardise(np.stack([L.crop_tilt(frame, r.centre[0] + dx * side, r.centre[1], 1.2 * r.side_px)
+                                   for dx in (0.0, 0.6, 1.2)]))
+    each = [L.OnnxNet(p)(crop).reshape(-1) for p in (L.TILT_ONNX, *L.TILT_MORE_ONNX)]
+    assert len(each) == 2 and not np.allclose(each[0], each[1], rtol=0.5, atol=0), each
+    np.testing.assert_allclose(L._tilt_net()(crop).reshape(-1), (each[0] + each[1]) / 2, rtol=1e-4, atol=1e-9)
+    assert L.MeanNet([lambda x: np.full((1, 1), 0.2)])(crop)[0, 0] == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="at least one"):
+        L.MeanNet([])
 
 
 @pytest.mark.parametrize("seed", [1200, 1208])

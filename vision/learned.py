@@ -52,6 +52,11 @@ FACES_ONNX = MODEL_DIR / "dice_faces.onnx"
 #: The second opinion on flatness (:func:`p_flat_tilt`); optional: without it the readings carry
 #: no ``extra["p_flat_tilt"]``.
 TILT_ONNX = MODEL_DIR / "dice_tilt.onnx"
+#: More tilt classifiers, each optional, whose P(flat) is averaged with :data:`TILT_ONNX`'s
+#: (:func:`p_flat_tilt`): ``dice_tilt_stacks.onnx``, the same network trained again with dice set
+#: flat beside and leaning on tall chip stacks anywhere on the layout (eighteenth session,
+#: ``vision/models/MODEL_CARD.md``).
+TILT_MORE_ONNX: tuple[Path, ...] = (MODEL_DIR / "dice_tilt_stacks.onnx",)
 #: The tilt classifier's window, in die boxes (the face classifier's :data:`WINDOW`).
 TILT_WINDOW = 1.25
 #: The cocked-die reader (:func:`cocked_faces`); optional: without it a die both flatness
@@ -203,10 +208,33 @@ def _nets() -> tuple[OnnxNet, OnnxNet]:
     return OnnxNet(CENTRES_ONNX), OnnxNet(FACES_ONNX)
 
 
+class MeanNet:
+    """Networks of one output shape, averaged: ``net(x)`` -> the mean of their outputs.
+
+    Args:
+        nets: :class:`OnnxNet` (or any callables ``x -> np.ndarray``), at least one.
+
+    Raises:
+        ValueError: no network given.
+    """
+
+    def __init__(self, nets: list) -> None:
+        if not nets:
+            raise ValueError("MeanNet needs at least one network")
+        self.nets = list(nets)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return sum(net(x) for net in self.nets) / len(self.nets)
+
+
 @functools.lru_cache(maxsize=1)
-def _tilt_net() -> OnnxNet | None:
-    """The tilt classifier (loaded once), or ``None`` when its weights are not shipped."""
-    return OnnxNet(TILT_ONNX) if TILT_ONNX.is_file() else None
+def _tilt_net() -> OnnxNet | MeanNet | None:
+    """The tilt classifier (loaded once): :data:`TILT_ONNX`, averaged with those of
+    :data:`TILT_MORE_ONNX` that are shipped; ``None`` when :data:`TILT_ONNX` is not."""
+    if not TILT_ONNX.is_file():
+        return None
+    nets = [OnnxNet(TILT_ONNX)] + [OnnxNet(p) for p in TILT_MORE_ONNX if Path(p).is_file()]
+    return nets[0] if len(nets) == 1 else MeanNet(nets)
 
 
 def p_flat_tilt(img: np.ndarray, found: list[tuple[float, float, float, float]]) -> np.ndarray | None:

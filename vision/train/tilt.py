@@ -27,6 +27,16 @@ dice where the reader finds them")::
         cocked-two-objects cocked-on-die cocked-on-rail-wall cocked-on-cup cocked-on-bank-side
     python -m vision.train.sim_data /tmp/cocked/mix --throws 500 --first-seed 42000
     python -m vision.train.tilt /tmp/cocked/forced /tmp/cocked/mix --minutes 15
+
+The second network (``vision/models/dice_tilt_stacks.onnx``, averaged with the first by
+:func:`vision.learned.p_flat_tilt`; ``MODEL_CARD.md``, eighteenth session): the same renders
+(seeds 40000-41199, 42000-42499) plus dice set flat beside and leaning on tall chip stacks
+anywhere on the layout, 16 minutes::
+
+    python -m vision.train.sim_data /tmp/t18/stacks --throws 700 --first-seed 44000 --scenarios \
+        flat-beside-stack flat-beside-stack cocked-on-tall-stack
+    python -m vision.train.tilt /tmp/t18/forced /tmp/t18/mix /tmp/t18/stacks --minutes 16 \
+        --out vision/models/dice_tilt_stacks.onnx
 """
 from __future__ import annotations
 
