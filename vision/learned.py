@@ -239,8 +239,8 @@ def _tilt_net() -> OnnxNet | MeanNet | None:
 
 def p_flat_tilt(img: np.ndarray, found: list[tuple[float, float, float, float]]) -> np.ndarray | None:
     """P(the die lies flat) of each candidate from the tilt classifier
-    (``vision/models/dice_tilt.onnx``, :mod:`vision.train.tilt`), or ``None`` when it is not
-    shipped.
+    (``vision/models/dice_tilt.onnx``, :mod:`vision.train.tilt`; averaged with the networks of
+    :data:`TILT_MORE_ONNX` that are shipped), or ``None`` when it is not shipped.
 
     A second opinion on the face classifier's P(flat): that output, learned beside the faces,
     called dice cocked about 25 degrees on the edge of a 2-chip stack flat (simulated camera,
