@@ -152,7 +152,8 @@ class Tolerances:
             ``lean_contact`` of its edge (seventeenth session: 75 dice leaning 40 degrees on a
             5-chip stack's side, simulated camera, had their upper face 0.34-1.0 side beyond
             its edge; beyond 0.9 side they were on open felt, where either flatness estimate
-            calling a die flat is enough, and 2 of 80 were published with the face seen).
+            calling a die flat is enough, and 3 of 80 (ny-5324; 2 under nj-13-47) were
+            published with the face seen).
         wall_contact: a die centre within this of the playing area's edge touches the rail.
         lean_contact: a die not lying flat whose upper face's centre is within this of a rail,
             the chip bank, the dice cup, the other die or a stack at least ``lean_min_height``
