@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Callable, Sequence
 
 import numpy as np
@@ -145,6 +146,15 @@ class Tolerances:
         merged_area_ratio: a lone die region larger than this x the die's area holds two dice
             (a reader's region of one die takes in its sides and shadow: up to ~1.9 areas).
         support_margin: a die centre within a stack's radius + this: its bottom rests on it.
+        support_margin_tall: ``support_margin`` for a stack at least ``lean_min_height`` tall.
+            A die cannot rest its bottom on such a stack's rim with its other edge on the felt
+            (it would stand 37 degrees or more: it leans on the stack's side, which a side
+            touches), so only a die whose centre is over the top, within this x side of the
+            edge (the reader's error), rests on it. At ``support_margin`` (0.35) dice leaning
+            40 degrees on a 5-chip stack's side, their upper face's centre 0.34-1.0 side
+            beyond its edge, were taken to rest their bottom on it, and ny-5324 counted their
+            face seen (simulated camera, cocked-on-tall-stack seeds 2700-2799, never looked
+            at: 3 valid rolls published wrongly in 100; nineteenth session).
         contact_margin: within a stack's radius + this: it touches the stack (a stack lower
             than ``lean_min_height``; a taller one is reached within ``lean_contact``).
         lean_min_height: a stack lower than this cannot be leaned against sideways (the die
@@ -257,6 +267,17 @@ class Tolerances:
             never looked at: 91 -> 96 of 100), natural throws one boxperson call fewer in 200
             (10050-10249 and 10250-10449), no valid roll published wrongly in any scenario
             (docs/irregularities.md, seventeenth session). 0: off.
+        tilt_flat_beside_stacks: where the tilt classifier decides (``tilt_decides_off_walls``)
+            for a die touching chip stacks only (no wall, not the other die), the die is flat
+            when its P(flat) is at least this (0.5 elsewhere). Beside a stack the tilt
+            classifier is sure of a cocked die and unsure of a flat one (simulated camera,
+            nineteenth session): of 504 dice cocked 8 degrees or more on a stack's rim, between
+            two stacks or leaning on a tall stack's side (seeds 2200-2299, 2600-2699 and, never
+            looked at, 2700-2799) 503 had P(flat) below 0.11 and one, leaning 41 degrees on a
+            6-chip stack, 0.41-0.51 (read flat at 0.5 too); of 918 flat dice touching a stack
+            (3,500 natural throws, flat-beside-stack 2600-2799) 19 had 0.07-0.5, 15 of them
+            0.2 or more, and went to the boxperson as cocked (most beside the layout's 5-chip
+            stack at the far corner). 0.5: the old rule.
         beside_track_end: a track that came to rest within this x side of the one die seen,
             whose re-read there found only that die again (or nothing), is a die beside it the
             reader missed: it is read again a side out around the die seen (``die_beside``);
@@ -270,6 +291,7 @@ class Tolerances:
     stacked_offset: float = 0.375
     merged_area_ratio: float = 2.6
     support_margin: float = 0.35
+    support_margin_tall: float = 0.15
     contact_margin: float = 0.9
     lean_min_height: float = 0.6
     wall_contact: float = 0.75
@@ -285,6 +307,7 @@ class Tolerances:
     on_top_margin: float = 0.25
     tilt_decides_off_walls: bool = True
     tilt_room: float = 1.2
+    tilt_flat_beside_stacks: float = 0.2
     tilt_sure_flat: float = 0.999
     beside_track_end: float = 1.5
 
@@ -737,7 +760,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             for o in objects:
                 d = math.hypot(p[0] - o.x_mm, p[1] - o.y_mm)
                 tall = o.height_mm >= tol.lean_min_height * s
-                if d < o.radius_mm + tol.support_margin * s:
+                if d < o.radius_mm + (tol.support_margin_tall if tall else tol.support_margin) * s:
                     support.append(f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
                 elif d < o.radius_mm + tol.contact_margin * s:
                     (lean if tall else edge).append(f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
@@ -811,6 +834,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         tilt_p, face_p = dice[i].extra.get("p_flat_tilt"), dice[i].extra.get("p_flat")
         if tilt_p is None or face_p is None or tilt_p == face_p:
             continue
+        flat_at = 0.5
         if not any(touching[i]):
             # On open felt nothing can hold a die cocked: either estimate calling it flat is
             # enough (simulated camera, natural seed 9398: a flat 4 in the open read at face
@@ -827,6 +851,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             # on a stack or leaning on the other die not flat (198 of 198) and 308 of those
             # 123 + 193 flat dice flat.
             take_tilt = True
+            if not any(o in WALLS or o == "the other die" for o in chain(*touching[i])):
+                # chip stacks alone: it calls a cocked die not flat with P(flat) below 0.11,
+                # a flat die now and then 0.2-0.5 (``tilt_flat_beside_stacks``)
+                flat_at = tol.tilt_flat_beside_stacks
         else:
             # Beside a wall (rail, cup, bank), where both are fooled by a die leaning on it (the
             # tilt classifier called 31 of 94 such dice flat), the lower of the two: the face
@@ -839,7 +867,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             # classifier's above 0.989.
             take_tilt = tilt_p < face_p or bool(tol.tilt_sure_flat and tilt_p >= tol.tilt_sure_flat)
         if take_tilt:
-            dice[i] = values[i] = replace(dice[i], flat=tilt_p >= 0.5,
+            dice[i] = values[i] = replace(dice[i], flat=tilt_p >= flat_at,
                                           extra={**dice[i].extra, "p_flat": tilt_p, "p_flat_face": face_p})
 
     for i in in_play:

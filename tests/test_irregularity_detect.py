@@ -865,3 +865,54 @@ def test_a_stack_a_die_can_lean_on_is_reached_as_far_as_a_wall():
     # a low stack (the 3-chip one, 9.9 mm) is no wall: at the same distance, open felt
     beside_low = [die(600, 300, 2), tilted(die(330.0, 70.0 + 19.5 + 0.98 * 19.05, 4), 0.75, 0.003)]
     assert verdict(beside_low) == ("roll", None, (4, 2))
+
+
+def test_beside_chip_stacks_only_the_tilt_classifier_calls_a_die_cocked_below_its_own_threshold():
+    """Touching chip stacks only, the tilt classifier's P(flat) decides and a die is flat from
+    ``tilt_flat_beside_stacks`` (0.2), not 0.5: 503 of 504 dice cocked on or leaning against a
+    stack had P(flat) below 0.11 on the simulated camera, while flat dice touching a stack were
+    read 0.2-0.5 now and then (nineteenth session) and went to the boxperson as cocked. Touching
+    the other die too, or a wall, the old 0.5 holds."""
+    from dataclasses import replace
+
+    def tilted(r, p_face, p_tilt):
+        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
+
+    x = 300.0 + 19.5 + 0.55 * 19.05   # touching the 10-chip stack at (300, 500)
+    beside = tilted(die(x, 500.0, 3), 0.9, 0.35)
+    assert verdict([die(700, 300, 5), beside]) == ("roll", None, (3, 5))
+    assert verdict([die(700, 300, 5), beside], "nj-13-47") == ("roll", None, (3, 5))
+    # the old threshold: "cocked on the chips", the face in dispute
+    old = Tolerances(tilt_flat_beside_stacks=0.5)
+    assert verdict([die(700, 300, 5), beside], tolerances=old) == ("boxperson", "face-unreadable", None)
+    assert verdict([die(700, 300, 5), beside], "nj-13-47", tolerances=old) == ("boxperson", "die-not-flat", None)
+    # as low as a cocked die: cocked
+    cocked = tilted(die(x, 500.0, 3), 0.9, 0.08)
+    assert verdict([die(700, 300, 5), cocked], "nj-13-47") == ("boxperson", "die-not-flat", None)
+    # the other die touching it too: 0.5 still
+    pair = [die(x + 1.05 * 19.05, 500.0, 5), beside]
+    assert verdict(pair, "nj-13-47")[0] == "boxperson"
+
+
+def test_a_die_cocked_beside_a_tall_stack_leans_on_its_side_and_does_not_rest_on_its_rim():
+    """A die cannot rest its bottom on the rim of a stack at least ``lean_min_height`` tall with
+    its other edge on the felt: it leans on the stack's side, the side touching the chips is a
+    lateral one, and the face that counts ((h)(1)(i), the one opposite it) is not the face
+    seen: a dispute. Only within ``support_margin_tall`` (0.15 side) of the edge does it rest
+    on the stack. Simulated camera, cocked-on-tall-stack seeds 2700-2799: dice leaning on a
+    5-chip stack read 0.3 side beyond its edge had their face seen published under ny-5324
+    (3 of 100). A low stack's rim still holds the die's bottom: the face seen counts."""
+    from dataclasses import replace
+
+    def tilted(r, p_face, p_tilt):
+        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
+
+    out = 19.5 + 0.3 * 19.05
+    leaning = [die(700, 300, 5), tilted(die(300.0, 500.0 - out, 4, flat=False), 0.2, 0.003)]
+    assert verdict(leaning) == ("boxperson", "face-unreadable", None)
+    assert verdict(leaning, "nj-13-47") == ("boxperson", "die-not-flat", None)
+    # the old margin: its bottom on the rim, the face seen counted
+    assert verdict(leaning, tolerances=Tolerances(support_margin_tall=0.35)) == ("roll", None, (4, 5))
+    # the 3-chip stack (9.9 mm) at the same distance: cocked on its rim, the face seen counts
+    on_rim = [die(700, 300, 5), tilted(die(330.0, 70.0 + out, 4, flat=False), 0.2, 0.003)]
+    assert verdict(on_rim) == ("roll", None, (4, 5))
