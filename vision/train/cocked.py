@@ -33,7 +33,12 @@ Usage (the shipped weights: ``vision/models/MODEL_CARD.md``, "Cocked-die reader"
         cocked-on-chips cocked-on-chips cocked-on-chips cocked-chips-other-rail flat-on-one-chip \\
         cocked-two-objects cocked-on-die cocked-on-rail-wall cocked-on-cup cocked-on-bank-side
     python -m vision.train.sim_data /tmp/cocked/mix --throws 500 --first-seed 42000
-    python -m vision.train.cocked /tmp/cocked/forced /tmp/cocked/mix --minutes 14
+    python -m vision.train.sim_data /tmp/cocked/stacks --throws 700 --first-seed 44000 --scenarios \
+        flat-beside-stack flat-beside-stack cocked-on-tall-stack
+    python -m vision.train.cocked /tmp/cocked/forced /tmp/cocked/mix /tmp/cocked/stacks --minutes 13
+
+(The stacks folder since the nineteenth session: dice leaning ~40 degrees on the side of a
+tall chip stack, and flat beside one.)
 """
 from __future__ import annotations
 
