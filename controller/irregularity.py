@@ -276,7 +276,7 @@ class Tolerances:
             looked at, 2700-2799) 503 had P(flat) below 0.11 and one, leaning 41 degrees on a
             6-chip stack, 0.41-0.51 (read flat at 0.5 too); of 918 flat dice touching a stack
             (3,500 natural throws, flat-beside-stack 2600-2799) 19 had 0.07-0.5, 15 of them
-            0.2 or more, and went to the boxperson as cocked (most beside the layout's 5-chip
+            0.2 or more, and were called cocked at 0.5 (most beside the layout's 5-chip
             stack at the far corner). 0.5: the old rule.
         beside_track_end: a track that came to rest within this x side of the one die seen,
             whose re-read there found only that die again (or nothing), is a die beside it the

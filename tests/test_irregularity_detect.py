@@ -871,7 +871,7 @@ def test_beside_chip_stacks_only_the_tilt_classifier_calls_a_die_cocked_below_it
     """Touching chip stacks only, the tilt classifier's P(flat) decides and a die is flat from
     ``tilt_flat_beside_stacks`` (0.2), not 0.5: 503 of 504 dice cocked on or leaning against a
     stack had P(flat) below 0.11 on the simulated camera, while flat dice touching a stack were
-    read 0.2-0.5 now and then (nineteenth session) and went to the boxperson as cocked. Touching
+    read 0.2-0.5 now and then (nineteenth session) and were called cocked at 0.5. Touching
     the other die too, or a wall, the old 0.5 holds."""
     from dataclasses import replace
 
