@@ -32,6 +32,12 @@ def die(x_mm, y_mm, value, *, flat=True, conf=0.97, side=None):
                       centre=(float(cx), float(cy)), confidence=conf, flat=flat, side_px=float(s))
 
 
+def tilted(r: DieReading, p_face: float, p_tilt: float) -> DieReading:
+    """``r`` with the face classifier's P(flat) ``p_face`` (its ``flat``) and the tilt
+    classifier's ``p_tilt``."""
+    return dataclasses.replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
+
+
 def verdict(readings, profile="ny-5324", **kw):
     v, obs = judge(readings, calibration=CAL, profile=load_profile(profile), objects=CHIPS, **kw)
     return v.kind, (None if v.reason is None else v.reason.value), v.dice
@@ -258,11 +264,6 @@ def test_tilt_classifiers_doubt_counts_only_where_an_object_can_hold_the_die_coc
     a roll (it was a dispute, face-unreadable, in 3 of 200 natural simulated throws). Touching two
     objects, the tilt classifier alone does not void the roll: a dispute (natural seed 9095, two
     flat dice side by side by the dice cup, was voided)."""
-    from dataclasses import replace
-
-    def tilted(r, p_face, p_tilt):
-        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
-
     beside_stack = tilted(die(345, 70, 5), 0.97, 0.1)
     assert verdict([die(600, 300, 2), beside_stack], "nj-13-47") == ("boxperson", "die-not-flat", None)
     assert verdict([die(600, 300, 2), beside_stack]) == ("roll", None, (5, 2))
@@ -292,11 +293,6 @@ def test_tilt_classifier_decides_beside_stacks_and_the_other_die_and_either_flat
     of 128, 23 of 193), sending the throw to the boxperson. Beside the rail the lower of the two
     stands (both are fooled by a die leaning on a wall). On open felt either calling it flat is
     enough."""
-    from dataclasses import replace
-
-    def tilted(r, p_face, p_tilt):
-        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
-
     flat_pair = [die(600, 300, 2), tilted(die(621, 300, 5), 0.35, 0.99)]   # touching, both flat
     assert verdict(flat_pair) == ("roll", None, (2, 5))
     assert verdict(flat_pair, "nj-13-47") == ("roll", None, (2, 5))
@@ -823,11 +819,6 @@ def test_tilt_classifier_sure_of_flat_outweighs_the_face_classifier_beside_a_wal
     classifier's 0.9995 (simulated camera, cocked-on-die seed 2270: voided as a die resting on
     the rail and the other die). No die leaning on a wall had the tilt classifier's P(flat)
     above 0.989 (seeds 2100-2299): at 0.99 the lower, the face classifier's, still counts."""
-    from dataclasses import replace
-
-    def tilted(r, p_face, p_tilt):
-        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
-
     pair = [tilted(die(800, 550.5, 5), 0.23, 0.9995), die(800, 529.4, 5)]
     assert verdict(pair) == ("roll", None, (5, 5))
     assert verdict(pair, "nj-13-47") == ("roll", None, (5, 5))
@@ -851,11 +842,6 @@ def test_a_stack_a_die_can_lean_on_is_reached_as_far_as_a_wall():
     the two flatness estimates counts: the face classifier's "flat" (0.75; the tilt classifier
     0.003) published the face seen, under ny-5324 and nj-13-47 (2 of 80 such throws). Now it
     leans on the chips: its face is in dispute (nj-13-47: the boxperson decides die-not-flat)."""
-    from dataclasses import replace
-
-    def tilted(r, p_face, p_tilt):
-        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
-
     leaning = [die(600, 300, 2), tilted(die(300.0 + 19.5 + 0.98 * 19.05, 500.0, 4), 0.75, 0.003)]
     assert verdict(leaning) == ("boxperson", "face-unreadable", None)
     assert verdict(leaning, "nj-13-47") == ("boxperson", "die-not-flat", None)
@@ -873,11 +859,6 @@ def test_beside_chip_stacks_only_the_tilt_classifier_calls_a_die_cocked_below_it
     stack had P(flat) below 0.11 on the simulated camera, while flat dice touching a stack were
     read 0.2-0.5 now and then (nineteenth session) and were called cocked at 0.5. Touching
     the other die too, or a wall, the old 0.5 holds."""
-    from dataclasses import replace
-
-    def tilted(r, p_face, p_tilt):
-        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
-
     x = 300.0 + 19.5 + 0.55 * 19.05   # touching the 10-chip stack at (300, 500)
     beside = tilted(die(x, 500.0, 3), 0.9, 0.35)
     assert verdict([die(700, 300, 5), beside]) == ("roll", None, (3, 5))
@@ -902,11 +883,6 @@ def test_a_die_cocked_beside_a_tall_stack_leans_on_its_side_and_does_not_rest_on
     on the stack. Simulated camera, cocked-on-tall-stack seeds 2700-2799: dice leaning on a
     5-chip stack read 0.3 side beyond its edge had their face seen published under ny-5324
     (3 of 100). A low stack's rim still holds the die's bottom: the face seen counts."""
-    from dataclasses import replace
-
-    def tilted(r, p_face, p_tilt):
-        return replace(r, flat=p_face >= 0.5, extra={**r.extra, "p_flat": p_face, "p_flat_tilt": p_tilt})
-
     out = 19.5 + 0.3 * 19.05
     leaning = [die(700, 300, 5), tilted(die(300.0, 500.0 - out, 4, flat=False), 0.2, 0.003)]
     assert verdict(leaning) == ("boxperson", "face-unreadable", None)
