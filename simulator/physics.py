@@ -34,6 +34,12 @@ REST_TURN_DEG = 1.0
 REST_WINDOW_S = 0.15
 #: A die is flat when its upper face is within this many degrees of level.
 FLAT_TILT_DEG = 3.0
+#: A contact bears on a flat die (counts in :attr:`DieState.sides`) when its normal force is at
+#: least this share of the die's weight (a flat die grazing a wall rests on the felt alone).
+CONTACT_FORCE_CUT = 0.02
+#: The same for a die not lying flat: whatever holds it tilted bears on it, and a lean carried
+#: mostly by the felt's friction pushes on what it leans on with 1-2 % of its weight.
+LEAN_FORCE_CUT = 0.001
 
 _M = 0.001  # millimetres -> metres
 
@@ -164,7 +170,9 @@ class DieState:
         flat: upper face level within :data:`FLAT_TILT_DEG`.
         rests_on: ``"felt" | "chips" | "bank" | "cup" | "rail" | "off-table" | "die"``.
         sides: load-bearing contacts as ``[{"face": 1..6, "on": class}]``, one per (face,
-            object) pair: which side of the die rests on what.
+            object) pair: which side of the die rests on what (normal force at least
+            :data:`CONTACT_FORCE_CUT` of the die's weight, :data:`LEAN_FORCE_CUT` for a die
+            not lying flat).
         struck_far_wall: the die has touched the far wall or its rubber since the throw began.
         speed_mm_s, spin_rad_s: magnitudes of the linear and angular velocity.
         at_rest: the die has kept still for :data:`REST_WINDOW_S`.
@@ -380,6 +388,10 @@ class TableSim:
         m, d = self.model, self.data
         g = self.geometry
         contacts: list[list[tuple[str, np.ndarray]]] = [[], []]
+        # A die not lying flat counts every object pressing on it, however lightly: at rest
+        # 42 degrees against the chip bank's side, friction on the felt carries it and the
+        # bank's push is 1.7-2.0 % of its weight, on either side of the flat dice's cut.
+        tilted = [value_up(quat_to_mat(q))[1] > FLAT_TILT_DEG for _, q in self.poses()]
         for c in range(d.ncon):
             con = d.contact[c]
             g1, g2 = int(con.geom[0]), int(con.geom[1])
@@ -388,7 +400,7 @@ class TableSim:
                     continue
                 other = g2 if g1 == dg else g1
                 mujoco.mj_contactForce(m, d, c, self._force)
-                if self._force[0] < 0.02 * self._weight:
+                if self._force[0] < (LEAN_FORCE_CUT if tilted[i] else CONTACT_FORCE_CUT) * self._weight:
                     continue
                 normal = np.array(con.frame[:3]) * (1.0 if g1 == dg else -1.0)  # die -> other
                 contacts[i].append((str(self._cls[other]), normal))
