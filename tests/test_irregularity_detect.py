@@ -221,6 +221,25 @@ def test_die_on_die():
     assert verdict(readings, "nj-13-47") == ("boxperson", "die-on-die", None)
 
 
+def test_a_die_leaning_on_the_side_of_a_flat_die_read_surely_is_not_on_top_of_it():
+    """(k)(1) is a die "on top of the other die". A die leaning ~40 degrees on the other die's
+    side was placed 0.70-0.80 sides from it on the simulated camera (cocked-on-die seeds
+    2100-2299), inside the 0.8 sides that tell a die lying on the other by distance. Both
+    flatness estimates call it not flat, and the other die's face is read surely and called
+    flat by the tilt classifier: nothing lies on it, so the lean is judged as a cocked die
+    (ny-5324: the face opposite the side resting on the other die is in dispute), not voided."""
+    flat = tilted(die(600, 200, 3, conf=0.96), 0.33, 0.71)
+    leaning = tilted(die(600 + 0.75 * 19.05, 200, 4, conf=0.96), 0.01, 0.0)
+    assert verdict([flat, leaning]) == ("boxperson", "face-unreadable", None)
+    assert verdict([flat, leaning], "house-practice") == ("roll", None, (3, 4))
+    # the other die's face read below 0.9, or called not flat by the tilt classifier: it may be
+    # covered by a die on it, so it is a die on the other die, as before
+    for other in (tilted(die(600, 200, 3, conf=0.85), 0.33, 0.71), tilted(die(600, 200, 3, conf=0.96), 0.33, 0.3)):
+        assert verdict([other, leaning]) == ("no-roll", "die-on-die", None)
+    # a die lying flat on the other (no tilt estimate saying otherwise): die on die
+    assert verdict([flat, tilted(die(600 + 0.75 * 19.05, 200, 4, conf=0.96), 0.9, 0.95)]) == ("no-roll", "die-on-die", None)
+
+
 def test_die_on_die_with_lower_die_hidden():
     """One region of 2.9 die areas: the lower die is under the upper one."""
     readings = [die(600, 200, 3, side=SIDE * 1.7)]

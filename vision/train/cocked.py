@@ -35,10 +35,12 @@ Usage (the shipped weights: ``vision/models/MODEL_CARD.md``, "Cocked-die reader"
     python -m vision.train.sim_data /tmp/cocked/mix --throws 500 --first-seed 42000
     python -m vision.train.sim_data /tmp/cocked/stacks --throws 700 --first-seed 44000 --scenarios \
         flat-beside-stack flat-beside-stack cocked-on-tall-stack
-    python -m vision.train.cocked /tmp/cocked/forced /tmp/cocked/mix /tmp/cocked/stacks --minutes 13
+    python -m vision.train.sim_data /tmp/cocked/leans --throws 800 --first-seed 48000 --scenarios \
+        cocked-on-cup cocked-on-die cocked-on-tall-stack cocked-on-rail-wall
+    python -m vision.train.cocked /tmp/cocked/forced /tmp/cocked/mix /tmp/cocked/stacks /tmp/cocked/leans --minutes 30
 
 (The stacks folder since the nineteenth session: dice leaning ~40 degrees on the side of a
-tall chip stack, and flat beside one.)
+tall chip stack, and flat beside one; the leans folder and 30 minutes since the twentieth.)
 """
 from __future__ import annotations
 
