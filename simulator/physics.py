@@ -388,10 +388,13 @@ class TableSim:
         m, d = self.model, self.data
         g = self.geometry
         contacts: list[list[tuple[str, np.ndarray]]] = [[], []]
+        poses = self.poses()
+        rots = [quat_to_mat(q) for _, q in poses]
+        ups = [value_up(r) for r in rots]          # (value, tilt_deg) per die
         # A die not lying flat counts every object pressing on it, however lightly: at rest
         # 42 degrees against the chip bank's side, friction on the felt carries it and the
         # bank's push is 1.7-2.0 % of its weight, on either side of the flat dice's cut.
-        tilted = [value_up(quat_to_mat(q))[1] > FLAT_TILT_DEG for _, q in self.poses()]
+        tilted = [tilt > FLAT_TILT_DEG for _, tilt in ups]
         for c in range(d.ncon):
             con = d.contact[c]
             g1, g2 = int(con.geom[0]), int(con.geom[1])
@@ -405,9 +408,7 @@ class TableSim:
                 normal = np.array(con.frame[:3]) * (1.0 if g1 == dg else -1.0)  # die -> other
                 contacts[i].append((str(self._cls[other]), normal))
         out = []
-        for i, (pos, quat) in enumerate(self.poses()):
-            rot = quat_to_mat(quat)
-            value, tilt = value_up(rot)
+        for i, ((pos, quat), rot, (value, tilt)) in enumerate(zip(poses, rots, ups)):
             sides: list[dict] = []
             for cls, normal in contacts[i]:
                 entry = {"face": face_towards(rot, normal), "on": cls if cls != "far_wall" else "rail"}
