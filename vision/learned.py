@@ -374,8 +374,9 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
         if kinds[k] == "cocked" and sure and p[NOT_A_FACE] < 0.5:
             # both estimates call it not flat: the reader that learned tilted dice decides,
             # also against the face classifier's value (simulated camera, seeds 2100-2299 and
-            # 2600-2799, dice both call not flat that it reads at p >= 0.9: 388 of 388 right,
-            # the face classifier's other face 0 of 80; such dice were left unread)
+            # 2600-2799, the nineteenth session's weights: dice both call not flat that it reads
+            # at p >= 0.9, 388 of 388 right, the face classifier's other face 0 of 80; such dice
+            # were left unread)
             value, conf = c + 1, float(pc[j][c])
         elif kinds[k] == "second" and sure and c == int(np.argmax(p[:6])) and p[c] >= SECOND_OPINION_FLOOR \
                 and value in (None, c + 1):

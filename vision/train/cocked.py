@@ -33,9 +33,9 @@ Usage (the shipped weights: ``vision/models/MODEL_CARD.md``, "Cocked-die reader"
         cocked-on-chips cocked-on-chips cocked-on-chips cocked-chips-other-rail flat-on-one-chip \\
         cocked-two-objects cocked-on-die cocked-on-rail-wall cocked-on-cup cocked-on-bank-side
     python -m vision.train.sim_data /tmp/cocked/mix --throws 500 --first-seed 42000
-    python -m vision.train.sim_data /tmp/cocked/stacks --throws 700 --first-seed 44000 --scenarios \
+    python -m vision.train.sim_data /tmp/cocked/stacks --throws 700 --first-seed 44000 --scenarios \\
         flat-beside-stack flat-beside-stack cocked-on-tall-stack
-    python -m vision.train.sim_data /tmp/cocked/leans --throws 800 --first-seed 48000 --scenarios \
+    python -m vision.train.sim_data /tmp/cocked/leans --throws 800 --first-seed 48000 --scenarios \\
         cocked-on-cup cocked-on-die cocked-on-tall-stack cocked-on-rail-wall
     python -m vision.train.cocked /tmp/cocked/forced /tmp/cocked/mix /tmp/cocked/stacks /tmp/cocked/leans --minutes 30
 
