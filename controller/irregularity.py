@@ -286,6 +286,19 @@ class Tolerances:
             a die read lying flat there counts as read (simulated camera, cocked-on-die: two
             dice touching, one against the rail and missed by the detector, the track's end 0.3
             side from the die seen; fifteenth session). 0: off.
+        reread_apart_flat: a die read again (where a track ended, or beside the die seen)
+            lying flat by either flatness estimate is another die than a die read when their
+            centres are more than this x side (pixels, the expected side there) apart; nearer,
+            the window walked back onto the die read. Simulated camera, seeds 2100-2299,
+            2800-2999 (cocked-on-die, rail, tall stack, natural): such windows on the die
+            already read were at most 0.40 side from it, on the other die 0.67 side or more
+            (two dice touching against the rail, the geometry outputs pulling the window
+            towards the pair's middle: 0.78, 0.98), every one of those read right. Before (1.0
+            where a track ended, 0.8 beside the die): 5 throws of 200 to the boxperson
+            (twenty-first session).
+        reread_apart: the same for a die read again not lying flat by either estimate (a
+            window on a leaning die's side face reads another value): on the die read, up to
+            0.71 side; on the other die 0.80 side or more.
     """
 
     on_die_ratio: float = 0.8
@@ -312,6 +325,8 @@ class Tolerances:
     tilt_flat_beside_stacks: float = 0.2
     tilt_sure_flat: float = 0.999
     beside_track_end: float = 1.5
+    reread_apart_flat: float = 0.6
+    reread_apart: float = 0.9
 
 
 @dataclass(frozen=True)
@@ -354,6 +369,17 @@ def _dist_to_boundary(poly: np.ndarray, p: tuple[float, float]) -> float:
 #: The face of a die lying flat beside a leaning one, read at least this sure, is not covered
 #: by it (:func:`_leans_beside`).
 UNCOVERED_FACE_CONFIDENCE = 0.9
+
+
+def _face_classifier_reads(r: DieReading) -> bool:
+    """The face classifier's own probabilities (``r.extra["p"]``, :mod:`vision.learned`) put
+    ``r.value`` first with at least :data:`vision.learned.FACE_MIN` (0.6): the value is the
+    face seen square-on, not only the cocked-die reader's."""
+    p = r.extra.get("p")
+    if r.value is None or not p or len(p) < 6:
+        return False
+    best = max(range(len(p)), key=lambda k: p[k])
+    return best == r.value - 1 and p[best] >= 0.6
 
 
 def _leans_beside(leaning: DieReading, other: DieReading) -> bool:
@@ -622,12 +648,44 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         positions.append(p)
         zones.append(zone)
 
+    def flat_by_either(r: DieReading) -> bool:
+        """Either flatness estimate (the face classifier's, the tilt classifier's) calls it flat."""
+        return bool(r.flat or r.extra.get("p_flat_tilt", 0.0) >= 0.5)
+
+    def apart_px(found: DieReading, s_px: float) -> float:
+        """How far (pixels) a die read again must lie from a die read to be another die
+        (``reread_apart_flat`` / ``reread_apart`` x ``s_px``)."""
+        return (tol.reread_apart_flat if flat_by_either(found) else tol.reread_apart) * s_px
+
+    def pushed_out(found: DieReading, s_px: float) -> DieReading:
+        """``found`` (a die read again lying flat by either estimate) less than a side from a
+        die read: read once more a side and a tenth out from that die along the line through
+        the two, where a flat die beside it has its centre (the geometry outputs pull a window
+        on two touching dice towards the pair's middle, and a window there sees the other die's
+        edge: simulated camera, cocked-on-die seed 2138, a flat 5 against the rail read at
+        P(flat) 0.52 0.78 side from the die read, 0.93 side out at ``die_beside``'s place).
+        The new read replaces ``found`` when it reads the same value and still lies more than
+        ``reread_apart_flat`` side from the die read, flat by either estimate."""
+        if reread is None or found.value is None or not flat_by_either(found) or not dice:
+            return found
+        r = min(dice, key=lambda d: math.hypot(found.centre[0] - d.centre[0], found.centre[1] - d.centre[1]))
+        dx, dy = found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]
+        d = math.hypot(dx, dy)
+        if not 0 < d < s_px:
+            return found
+        again = reread((r.centre[0] + dx * 1.1 * s_px / d, r.centre[1] + dy * 1.1 * s_px / d), s_px)
+        if again is None or again.value != found.value or not flat_by_either(again) or \
+                math.hypot(again.centre[0] - r.centre[0], again.centre[1] - r.centre[1]) <= apart_px(again, s_px):
+            return found
+        return again
+
     # --- the other die ended where the one die seen lies: under it, (k)(1) ---------------------
     def die_beside() -> DieReading | None:
         """A die lying flat beside the one die seen that the reader missed: ``reread`` a side
         and a tenth out in 8 directions, a die read with a value, flat by either flatness
-        estimate (beside the other die the tilt classifier's decides, see below), more than 0.8
-        side from the one seen (its window moved onto another die, not back onto the one seen)."""
+        estimate (beside the other die the tilt classifier's decides, see below), more than
+        ``reread_apart_flat`` side from the one seen (its window moved onto another die, not
+        back onto the one seen)."""
         if reread is None or positions[0] is None:
             return None
         (x0, y0), r0 = positions[0], dice[0]
@@ -636,9 +694,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             c = geo.cal.to_px([q])[0]
             s_px = geo.expected_side_px(q) or 10.0
             found = reread((float(c[0]), float(c[1])), s_px)
-            if found is not None and found.value is not None \
-                    and (found.flat or found.extra.get("p_flat_tilt", 0.0) >= 0.5) and \
-                    math.hypot(found.centre[0] - r0.centre[0], found.centre[1] - r0.centre[1]) > 0.8 * s_px:
+            if found is not None and found.value is not None and flat_by_either(found) and \
+                    math.hypot(found.centre[0] - r0.centre[0], found.centre[1] - r0.centre[1]) > apart_px(found, s_px):
                 return found
         return None
 
@@ -687,7 +744,9 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             # (not lying flat by either estimate: beside chip stacks the tilt classifier's decides)
             if found is not None and (found.value is not None or not found.flat
                                       or found.extra.get("p_flat_tilt", 1.0) < 0.5) and all(
-                    math.hypot(found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]) > s_px for r in dice):
+                    math.hypot(found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]) > apart_px(found, s_px)
+                    for r in dice):
+                found = pushed_out(found, s_px)
                 add_reread(found)
                 what = (f"{found.value} (p {found.confidence:.2f})" if found.value is not None
                         else "a die not lying flat, its face unsure")
@@ -726,12 +785,17 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     # --- one die on top of the other, 5324.52(k)(1) -------------------------------------------
     for a_i, a in enumerate(in_play):
         for b in in_play[a_i + 1:]:
-            if dice[a].extra.get("from") == "track" or dice[b].extra.get("from") == "track":
-                continue  # a track's end is a blob centroid, too rough to say one die is on another
+            if dice[a].extra.get("from") or dice[b].extra.get("from"):
+                # a track's end is a blob centroid, too rough to say one die is on another; a die
+                # read again there (or beside the die seen) was taken for another die beside it
+                # by its distance from the die read (``reread_apart_flat``), its window pulled
+                # towards that die by the geometry outputs (simulated camera, cocked-on-die seed
+                # 2188: two flat dice against the rail, placed 14.9 mm apart)
+                continue
             s = side_of(a)
             pa, pb = where(a), where(b)
             d = math.hypot(pa[0] - pb[0], pa[1] - pb[1])
-            leaning = (not dice[a].flat or not dice[b].flat) and d < tol.leaning_ratio * s
+            leaning = (not flat_by_either(dice[a]) or not flat_by_either(dice[b])) and d < tol.leaning_ratio * s
             if (d < tol.on_die_ratio * s or leaning) and not (_leans_beside(dice[a], dice[b])
                                                                or _leans_beside(dice[b], dice[a])):
                 upper = a if (not dice[a].flat, dice[a].side_px) >= (not dice[b].flat, dice[b].side_px) else b
@@ -836,13 +900,19 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                    and apart(i, j) < reach
                    for j in in_play)
 
-    def no_room_to_tilt(i: int, touched: list[str]) -> bool:
+    def no_room_to_tilt(i: int, touched: list[str], in_line: bool = False) -> bool:
         """Die ``i`` touches just a wall (the rail or the dice cup) and the other die lying
         flat on its far side, with less than ``tilt_room`` x side between the wall and that
         die's near face: a die tilted by t needs cos t + sin t sides across (1.2 at 12
         degrees), so it cannot be cocked between them. (Simulated camera, cocked-on-die seeds
         1800-1999: a flat die between the rail and the other die, 1.1 sides of room, read at
-        P(flat) 0.52-0.79 went to the boxperson in 12 of 200 throws.)"""
+        P(flat) 0.52-0.79 went to the boxperson in 12 of 200 throws.)
+
+        The other die must lie in front of die ``i``: less than a side off the line from die
+        ``i`` square to the wall (beside it, die ``i`` has room to lean on the wall).
+        ``in_line``: less than half a side off that line, and half a side farther from the wall
+        than die ``i`` is enough (a window on one of two touching dice is pulled towards the
+        other)."""
         walls = [w for w in touched if w in ("rail", "dice cup")]
         if not tol.tilt_room or len(touched) != 2 or len(walls) != 1 or "the other die" not in touched:
             return False
@@ -852,9 +922,17 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                     or apart(i, j) >= (0.5 + tol.lean_contact) * s:
                 continue
             di, dj = wall_distance(i, walls), wall_distance(j, walls)
-            if di is not None and dj is not None and dj - di >= 0.8 * s and dj - 0.5 * s < tol.tilt_room * s:
+            if di is None or dj is None:
+                continue
+            # off the line square to the wall by a side or more, it leaves die i room to lean
+            if math.sqrt(max(0.0, apart(i, j) ** 2 - (dj - di) ** 2)) >= (0.5 if in_line else 1.0) * s:
+                continue
+            if dj - di >= (0.5 if in_line else 0.8) * s and dj - 0.5 * s < tol.tilt_room * s:
                 return True
         return False
+
+    def touched_wall(touched: list[str]) -> str:
+        return next((w for w in touched if w in WALLS), "a wall")
 
     touching = {i: contacts(i) for i in in_play}   # (depends on where the dice are, not on flat)
     for i in in_play:
@@ -921,7 +999,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             off = wall_distance(i, off_walls)
             off_die = other_die_face_distance(i) if "the other die" in lean else None
             far = tol.off_wall * side_of(i)
-            if walls and not cocked_as_read and p_flat < tol.sure_flat:
+            if no_room_to_tilt(i, touched) or no_room_to_tilt(i, touched, in_line=True):
+                # between a wall and the other die lying flat, no room to lean on either
+                doubt = ""
+            elif walls and not cocked_as_read and p_flat < tol.sure_flat:
                 # a die leaning about 45 degrees on a wall can look square-on to the reader
                 doubt = f"beside {walls[0]}: it may lean on it"
             elif off is not None and off >= far and p_flat < tol.sure_flat_off_wall and not cocked_as_read:
@@ -930,7 +1011,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             elif off_die is not None and off_die >= far and p_flat < tol.sure_flat_off_wall and not cocked_as_read:
                 # the flat other die is a wall as high as this one: leaning on it looks the same
                 doubt = "beside the other die, standing out from it: it may lean on it"
-            elif len(touched) >= 2 and p_flat < tol.sure_flat_wedged and not no_room_to_tilt(i, touched):
+            elif len(touched) >= 2 and p_flat < tol.sure_flat_wedged:
                 # a die wedged between two stacks (or a stack and a wall) sits cocked on them
                 doubt = f"touching {touched[0]} and {touched[1]}: it may rest on both"
             else:
@@ -940,6 +1021,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                              "which face is uppermost is in dispute, (h)(1)(ii)")
                 values[i] = replace(r, value=None, confidence=0.0,
                                     extra={**r.extra, "seen_value": r.value, "flat_in_doubt": True})
+            continue
+        if no_room_to_tilt(i, support + edge + lean, in_line=True) and _face_classifier_reads(r):
+            # read not flat, but between a wall and the other die lying flat with less room than
+            # a tilted die needs: it cannot be cocked there, it lies flat and its face counts
+            # (simulated camera, cocked-on-die seeds 2146, 2270: two flat dice against the rail,
+            # the one at the rail read not flat with the rail's dark wall in its window, voided
+            # as resting on the rail and the other die)
+            values[i] = replace(r, flat=True, extra={**r.extra, "flat_overridden": "no room to tilt"})
+            notes.append(f"die {r.value} read as not flat lies between {touched_wall(support + edge + lean)} and "
+                         "the other die lying flat, with no room to tilt: flat")
             continue
         # A low stack beside the die is its support only when the die leans on nothing else:
         # a die leaning on the other die or a wall beside a low stack rests on that, and

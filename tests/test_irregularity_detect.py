@@ -911,3 +911,110 @@ def test_a_die_cocked_beside_a_tall_stack_leans_on_its_side_and_does_not_rest_on
     # the 3-chip stack (9.9 mm) at the same distance: cocked on its rim, the face seen counts
     on_rim = [die(700, 300, 5), tilted(die(330.0, 70.0 + out, 4, flat=False), 0.2, 0.003)]
     assert verdict(on_rim) == ("roll", None, (4, 5))
+
+
+def _face_read(r: DieReading, p_face: float, p_tilt: float) -> DieReading:
+    """``tilted(r, p_face, p_tilt)`` whose face classifier also put ``r.value`` first (p 0.99)."""
+    p = [0.002] * 7
+    p[r.value - 1] = 0.99
+    t = tilted(r, p_face, p_tilt)
+    return dataclasses.replace(t, extra={**t.extra, "p": p})
+
+
+def test_die_read_not_flat_between_the_rail_and_the_other_die_lying_flat_lies_flat():
+    """Two flat dice against the rail, one behind the other: the one at the rail read not flat
+    by both estimates (the rail's dark wall in its window) was voided as resting on the rail and
+    the other die, (h)(1)(i) (simulated camera, cocked-on-die seeds 2146, 2270). With 1.1 sides
+    between the rail and the other die's near face it cannot be cocked there (``tilt_room``):
+    its face counts. Not when the other die lies beside the line from it to the rail (room to
+    lean), nor when only the cocked-die reader, not the face classifier, read its value."""
+    at_rail = _face_read(die(800, 550.5, 4, flat=False), 0.02, 0.4)
+    assert verdict([at_rail, die(800, 529.4, 5)]) == ("roll", None, (4, 5))
+    assert verdict([at_rail, die(800, 529.4, 5)], "nj-13-47") == ("roll", None, (4, 5))
+    assert verdict([at_rail, die(800, 529.4, 5)], tolerances=Tolerances(tilt_room=0.0)) == \
+        ("no-roll", "die-on-several-objects", None)
+    # the other die half a side along the rail: room beside it to lean on the rail
+    assert verdict([at_rail, die(810, 531.0, 5)]) == ("no-roll", "die-on-several-objects", None)
+    # the value from the cocked-die reader alone (the face classifier read another face)
+    other_face = dataclasses.replace(at_rail, extra={**at_rail.extra, "p": [0.9, 0.02, 0.02, 0.02, 0.02, 0.01, 0.01]})
+    assert verdict([other_face, die(800, 529.4, 5)]) == ("no-roll", "die-on-several-objects", None)
+
+
+def test_die_read_again_where_its_track_ended_is_another_die_beyond_reread_apart():
+    """A die read again where its track ended is another die than the die read when their
+    centres are more than ``reread_apart_flat`` (0.6) sides apart if it lies flat by either
+    estimate, ``reread_apart`` (0.9) if not: two flat dice touching against the rail, the
+    window on the missed one pulled 0.78 side towards the die read (simulated camera,
+    cocked-on-die seeds 2182, 2188, 2284: to the boxperson before, at 1.0 side)."""
+    seen = [die(600, 200, 3)]
+    track = [_settling(600, 200), _settling(650, 200)]
+    near = die(600 + 0.7 * 19.05, 200, 5)
+    assert verdict(seen, track=track, reread=lambda c, s: near) == ("roll", None, (3, 5))
+    old = Tolerances(reread_apart_flat=1.0)
+    assert verdict(seen, track=track, reread=lambda c, s: near, tolerances=old) == \
+        ("boxperson", "face-unreadable", None)
+    # nearer than 0.6 side: the window walked back onto the die read
+    nearer = die(600 + 0.5 * 19.05, 200, 5)
+    assert verdict(seen, track=track, reread=lambda c, s: nearer) == ("boxperson", "face-unreadable", None)
+    # not flat by either estimate, 0.7 side out: a window on the die read's side face
+    side_face = tilted(die(600 + 0.7 * 19.05, 200, 5, flat=False), 0.05, 0.05)
+    assert verdict(seen, track=track, reread=lambda c, s: side_face) == ("boxperson", "face-unreadable", None)
+
+
+def test_die_read_again_less_than_a_side_from_the_die_read_is_read_once_more_a_side_out():
+    """The window on a flat die read again 0.75 side from the die read is read once more a side
+    and a tenth out along the line through the two (``pushed_out``); that read (same value, flat)
+    places the die (simulated camera, cocked-on-die seed 2138: the first window read P(flat)
+    0.52 beside the rail, a dispute; the one a side out 0.99)."""
+    seen = [die(600, 200, 3)]
+    track = [_settling(600, 200), _settling(650, 200)]
+    pulled = die(600 + 0.75 * 19.05, 200, 5)
+    out = die(600 + 1.02 * 19.05, 200, 5)
+    asked = []
+
+    def reread(c, s):
+        asked.append(c)
+        return out if abs(c[0] - (seen[0].centre[0] + 1.1 * s)) < 1.0 else pulled
+
+    obs = observe_throw(seen, calibration=CAL, track=track, reread=reread)
+    assert len(asked) == 2 and asked[1][0] == pytest.approx(seen[0].centre[0] + 1.1 * SIDE, abs=0.5)
+    assert obs.positions_mm[1][0] == pytest.approx(600 + 1.02 * 19.05, abs=0.6)
+    assert [o.reading.value for o in obs.observations] == [3, 5]
+    # another value a side out: the first read stands
+    other = die(600 + 1.02 * 19.05, 200, 6)
+    obs = observe_throw(seen, calibration=CAL, track=track,
+                        reread=lambda c, s: other if abs(c[0] - (seen[0].centre[0] + 1.1 * s)) < 1.0 else pulled)
+    assert obs.positions_mm[1][0] == pytest.approx(600 + 0.75 * 19.05, abs=0.6)
+    assert [o.reading.value for o in obs.observations] == [3, 5]
+
+
+
+def test_two_dice_closer_than_leaning_ratio_lie_side_by_side_when_the_tilt_classifier_calls_both_flat():
+    """Two flat dice against the rail, one behind the other, placed 0.85 side apart (the camera
+    sees the one at the rail pushed out by parallax): the face classifier called one not flat
+    (P(flat) 0.33, the other die in its window), which made it "leaning on the other die"
+    (``leaning_ratio`` 0.9), a die on die, (k)(1) (simulated camera, cocked-on-die seed
+    2988). A die is leaning only when neither estimate calls it flat: the tilt classifier's
+    0.99 makes them two dice lying side by side. Both estimates not flat: a die on die."""
+    pair = [die(600, 200, 4), tilted(die(600 + 0.85 * 19.05, 200, 5), 0.33, 0.99)]
+    assert verdict(pair, "nj-13-47") == ("roll", None, (4, 5))
+    leaning = [die(600, 200, 4), tilted(die(600 + 0.85 * 19.05, 200, 5), 0.33, 0.2)]
+    assert verdict(leaning, "nj-13-47") == ("boxperson", "die-on-die", None)
+
+
+def test_die_barely_read_flat_between_the_rail_and_the_other_die_in_line_is_not_in_dispute():
+    """A die read flat at P(flat) 0.64 against the rail, the other die lying flat in front of it
+    0.82 side farther out (its window pulled towards this one): "beside the rail, standing out
+    from it, it may lean on it" sent the throw to the boxperson (simulated camera, cocked-on-die
+    seed 2809). With less than ``tilt_room`` sides between the rail and the other die's near
+    face it cannot lean on the rail (nor on the other die): a roll. A side or more along the
+    rail, the other die leaves it room: in dispute."""
+    def unsure(r, p):
+        return dataclasses.replace(r, extra={**r.extra, "p_flat": p, "p_flat_tilt": p})
+
+    at_rail = unsure(die(800, 545.5, 4), 0.64)
+    assert verdict([at_rail, die(800, 529.9, 5)]) == ("roll", None, (4, 5))
+    assert verdict([at_rail, die(800, 529.9, 5)], tolerances=Tolerances(tilt_room=0.0)) == \
+        ("boxperson", "face-unreadable", None)
+    # a side and a fifth along the rail: room beside it to lean on the rail
+    assert verdict([at_rail, die(823, 529.9, 5)]) == ("boxperson", "face-unreadable", None)
