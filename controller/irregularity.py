@@ -837,6 +837,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             return math.inf
         return math.hypot(positions[i][0] - positions[j][0], positions[i][1] - positions[j][1])
 
+    rims: dict[int, set[str]] = {}   # low stacks a die's centre is beside, not over (contacts)
+
     def contacts(i: int) -> tuple[list[str], list[str], list[str]]:
         """What die ``i`` may rest on: (support: under it, its bottom side rests on it; edge: a
         low stack beside it, its bottom edge may rest on the top; lean: what it leans on
@@ -853,6 +855,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                 tall = o.height_mm >= tol.lean_min_height * s
                 if d < o.radius_mm + (tol.support_margin_tall if tall else tol.support_margin) * s:
                     support.append(f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
+                    if not tall and d >= o.radius_mm:
+                        rims.setdefault(i, set()).add(support[-1])
                 elif d < o.radius_mm + tol.contact_margin * s:
                     (lean if tall else edge).append(f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})")
                 elif tall and d < o.radius_mm + tol.lean_contact * s:
@@ -986,6 +990,14 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         mutual = "the other die" in lean and other_die_unsure(i)
         if mutual:
             lean = [w for w in lean if w != "the other die"]
+        elif "the other die" in lean and not r.flat and rims.get(i):
+            # A die leaning on the other die lying flat, its centre beside a low stack (within
+            # ``support_margin`` of its edge, not over it): its foot is on the felt, the stack is
+            # no side it rests on (simulated camera, cocked-on-die 2100-2299, 2800-2999,
+            # 3000-3199: 10 of 11 such dice leant on the other die alone and were voided as
+            # resting on two objects). An edge, which counts only where it leans on nothing.
+            edge += [w for w in support if w in rims[i]]
+            support = [w for w in support if w not in rims[i]]
         if r.flat:
             p_flat = r.extra.get("p_flat")
             if p_flat is None or p_flat >= max(tol.sure_flat, tol.sure_flat_wedged, tol.sure_flat_off_wall) \

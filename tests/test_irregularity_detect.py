@@ -1018,3 +1018,24 @@ def test_die_barely_read_flat_between_the_rail_and_the_other_die_in_line_is_not_
         ("boxperson", "face-unreadable", None)
     # a side and a fifth along the rail: room beside it to lean on the rail
     assert verdict([at_rail, die(823, 529.9, 5)]) == ("boxperson", "face-unreadable", None)
+
+
+def test_die_leaning_on_the_other_die_beside_a_one_chip_stack_does_not_rest_on_it():
+    """A die leaning ~40 degrees on the other die lying flat, its centre 3 mm beyond the rim of
+    a one-chip stack (within ``support_margin``): its foot is on the felt, it rests on the other
+    die alone; it was voided as resting on two objects, (h)(1)(i) (simulated camera,
+    cocked-on-die: 10 of 11 such throws, seeds 2281, 2839, 2841, 3007...). Now a cocked die
+    leaning on the other die: nj-13-47 calls the boxperson, house practice reads it as seen.
+    Its centre over the stack: on the stack and the other die, void."""
+    stack = (TableObject(600.0, 300.0, 19.5, 3.3),)
+
+    def kind(readings, profile):
+        v, _ = judge(readings, calibration=CAL, profile=load_profile(profile), objects=stack)
+        return v.kind, (None if v.reason is None else v.reason.value), v.dice
+
+    beside = [tilted(die(600, 322.5, 4, flat=False), 0.05, 0.01), die(600, 341.55, 5)]
+    assert kind(beside, "nj-13-47") == ("boxperson", "die-not-flat", None)
+    assert kind(beside, "house-practice") == ("roll", None, (4, 5))
+    over = [tilted(die(600, 318.0, 4, flat=False), 0.05, 0.01), die(600, 341.55, 5)]
+    assert kind(over, "nj-13-47") == ("no-roll", "die-on-several-objects", None)
+    assert kind(over, "house-practice") == ("no-roll", "die-on-several-objects", None)
