@@ -371,15 +371,19 @@ def _dist_to_boundary(poly: np.ndarray, p: tuple[float, float]) -> float:
 UNCOVERED_FACE_CONFIDENCE = 0.9
 
 
+#: The face classifier's probability of a face that reads it (``vision.learned.FACE_MIN``).
+FACE_READ_MIN = 0.6
+
+
 def _face_classifier_reads(r: DieReading) -> bool:
     """The face classifier's own probabilities (``r.extra["p"]``, :mod:`vision.learned`) put
-    ``r.value`` first with at least :data:`vision.learned.FACE_MIN` (0.6): the value is the
-    face seen square-on, not only the cocked-die reader's."""
+    ``r.value`` first with at least :data:`FACE_READ_MIN`: the value is the face seen
+    square-on, not only the cocked-die reader's."""
     p = r.extra.get("p")
     if r.value is None or not p or len(p) < 6:
         return False
     best = max(range(len(p)), key=lambda k: p[k])
-    return best == r.value - 1 and p[best] >= 0.6
+    return best == r.value - 1 and p[best] >= FACE_READ_MIN
 
 
 def _leans_beside(leaning: DieReading, other: DieReading) -> bool:
@@ -935,9 +939,6 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                 return True
         return False
 
-    def touched_wall(touched: list[str]) -> str:
-        return next((w for w in touched if w in WALLS), "a wall")
-
     touching = {i: contacts(i) for i in in_play}   # (depends on where the dice are, not on flat)
     for i in in_play:
         tilt_p, face_p = dice[i].extra.get("p_flat_tilt"), dice[i].extra.get("p_flat")
@@ -1034,14 +1035,16 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                 values[i] = replace(r, value=None, confidence=0.0,
                                     extra={**r.extra, "seen_value": r.value, "flat_in_doubt": True})
             continue
-        if no_room_to_tilt(i, support + edge + lean, in_line=True) and _face_classifier_reads(r):
+        touched = support + edge + lean
+        if no_room_to_tilt(i, touched, in_line=True) and _face_classifier_reads(r):
             # read not flat, but between a wall and the other die lying flat with less room than
             # a tilted die needs: it cannot be cocked there, it lies flat and its face counts
             # (simulated camera, cocked-on-die seeds 2146, 2270: two flat dice against the rail,
             # the one at the rail read not flat with the rail's dark wall in its window, voided
             # as resting on the rail and the other die)
             values[i] = replace(r, flat=True, extra={**r.extra, "flat_overridden": "no room to tilt"})
-            notes.append(f"die {r.value} read as not flat lies between {touched_wall(support + edge + lean)} and "
+            wall = next(w for w in touched if w in WALLS)
+            notes.append(f"die {r.value} read as not flat lies between the {wall} and "
                          "the other die lying flat, with no room to tilt: flat")
             continue
         # A low stack beside the die is its support only when the die leans on nothing else:
