@@ -1036,16 +1036,25 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                                     extra={**r.extra, "seen_value": r.value, "flat_in_doubt": True})
             continue
         touched = support + edge + lean
-        if no_room_to_tilt(i, touched, in_line=True) and _face_classifier_reads(r):
+        if no_room_to_tilt(i, touched, in_line=True):
             # read not flat, but between a wall and the other die lying flat with less room than
             # a tilted die needs: it cannot be cocked there, it lies flat and its face counts
             # (simulated camera, cocked-on-die seeds 2146, 2270: two flat dice against the rail,
             # the one at the rail read not flat with the rail's dark wall in its window, voided
-            # as resting on the rail and the other die)
-            values[i] = replace(r, flat=True, extra={**r.extra, "flat_overridden": "no room to tilt"})
+            # as resting on the rail and the other die); the face the face classifier read, or,
+            # where it read none (or only the cocked-die reader did), a face in dispute, not a
+            # void (seed 3226)
             wall = next(w for w in touched if w in WALLS)
-            notes.append(f"die {r.value} read as not flat lies between the {wall} and "
-                         "the other die lying flat, with no room to tilt: flat")
+            if _face_classifier_reads(r):
+                values[i] = replace(r, flat=True, extra={**r.extra, "flat_overridden": "no room to tilt"})
+                notes.append(f"die {r.value} read as not flat lies between the {wall} and "
+                             "the other die lying flat, with no room to tilt: flat")
+            else:
+                values[i] = replace(r, flat=True, value=None, confidence=0.0,
+                                    extra={**r.extra, "flat_overridden": "no room to tilt", "seen_value": r.value})
+                notes.append(f"die ({r.value} seen) read as not flat lies between the {wall} and the other die "
+                             "lying flat, with no room to tilt: flat, its face not read surely; which face is "
+                             "uppermost is in dispute, (h)(1)(ii)")
             continue
         # A low stack beside the die is its support only when the die leans on nothing else:
         # a die leaning on the other die or a wall beside a low stack rests on that, and

@@ -844,7 +844,9 @@ def test_tilt_classifier_sure_of_flat_outweighs_the_face_classifier_beside_a_wal
     obs = observe_throw(pair, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS)
     assert obs.observations[0].reading.extra["p_flat"] == 0.9995
     assert obs.observations[0].reading.extra["p_flat_face"] == 0.23
-    off = Tolerances(tilt_sure_flat=0.0)
+    # (with no room to tilt off too: its face, not read by the face classifier here, is not
+    # in dispute but void, the die resting on the rail and the other die)
+    off = Tolerances(tilt_sure_flat=0.0, tilt_room=0.0)
     v, _ = judge(pair, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS, tolerances=off)
     assert (v.kind, v.reason) == ("no-roll", Reason.DIE_ON_SEVERAL_OBJECTS)
     # the tilt classifier at 0.99 beside the rail, alone: the face classifier's 0.35 counts
@@ -927,7 +929,8 @@ def test_die_read_not_flat_between_the_rail_and_the_other_die_lying_flat_lies_fl
     the other die, (h)(1)(i) (simulated camera, cocked-on-die seeds 2146, 2270). With 1.1 sides
     between the rail and the other die's near face it cannot be cocked there (``tilt_room``):
     its face counts. Not when the other die lies beside the line from it to the rail (room to
-    lean), nor when only the cocked-die reader, not the face classifier, read its value."""
+    lean); where only the cocked-die reader, not the face classifier, read its value, or no
+    reader did, it lies flat with its face in dispute."""
     at_rail = _face_read(die(800, 550.5, 4, flat=False), 0.02, 0.4)
     assert verdict([at_rail, die(800, 529.4, 5)]) == ("roll", None, (4, 5))
     assert verdict([at_rail, die(800, 529.4, 5)], "nj-13-47") == ("roll", None, (4, 5))
@@ -935,9 +938,14 @@ def test_die_read_not_flat_between_the_rail_and_the_other_die_lying_flat_lies_fl
         ("no-roll", "die-on-several-objects", None)
     # the other die half a side along the rail: room beside it to lean on the rail
     assert verdict([at_rail, die(810, 531.0, 5)]) == ("no-roll", "die-on-several-objects", None)
-    # the value from the cocked-die reader alone (the face classifier read another face)
+    # the value from the cocked-die reader alone (the face classifier read another face), or no
+    # value: flat, but its face in dispute (it was void)
     other_face = dataclasses.replace(at_rail, extra={**at_rail.extra, "p": [0.9, 0.02, 0.02, 0.02, 0.02, 0.01, 0.01]})
-    assert verdict([other_face, die(800, 529.4, 5)]) == ("no-roll", "die-on-several-objects", None)
+    assert verdict([other_face, die(800, 529.4, 5)]) == ("boxperson", "face-unreadable", None)
+    unread = dataclasses.replace(at_rail, value=None, confidence=0.35)
+    assert verdict([unread, die(800, 529.4, 5)]) == ("boxperson", "face-unreadable", None)
+    assert verdict([unread, die(800, 529.4, 5)], tolerances=Tolerances(tilt_room=0.0)) == \
+        ("no-roll", "die-on-several-objects", None)
 
 
 def test_die_read_again_where_its_track_ended_is_another_die_beyond_reread_apart():
