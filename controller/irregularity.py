@@ -386,6 +386,12 @@ def _face_classifier_reads(r: DieReading) -> bool:
     return best == r.value - 1 and p[best] >= FACE_READ_MIN
 
 
+def _flat_by_either(r: DieReading) -> bool:
+    """Either flatness estimate (the reader's ``flat``, the tilt classifier's
+    ``extra["p_flat_tilt"]`` at 0.5 or more) calls ``r`` flat."""
+    return bool(r.flat or r.extra.get("p_flat_tilt", 0.0) >= 0.5)
+
+
 def _leans_beside(leaning: DieReading, other: DieReading) -> bool:
     """``leaning`` leans on the side of ``other``, not on top of it (9 NYCRR 5324.52(k)(1) is a
     die "on top of the other die"): both flatness estimates call ``leaning`` not flat (the
@@ -652,14 +658,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         positions.append(p)
         zones.append(zone)
 
-    def flat_by_either(r: DieReading) -> bool:
-        """Either flatness estimate (the face classifier's, the tilt classifier's) calls it flat."""
-        return bool(r.flat or r.extra.get("p_flat_tilt", 0.0) >= 0.5)
-
     def apart_px(found: DieReading, s_px: float) -> float:
         """How far (pixels) a die read again must lie from a die read to be another die
         (``reread_apart_flat`` / ``reread_apart`` x ``s_px``)."""
-        return (tol.reread_apart_flat if flat_by_either(found) else tol.reread_apart) * s_px
+        return (tol.reread_apart_flat if _flat_by_either(found) else tol.reread_apart) * s_px
 
     def pushed_out(found: DieReading, s_px: float) -> DieReading:
         """``found`` (a die read again lying flat by either estimate) less than a side from a
@@ -670,7 +672,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         P(flat) 0.52 0.78 side from the die read, 0.93 side out at ``die_beside``'s place).
         The new read replaces ``found`` when it reads the same value and still lies more than
         ``reread_apart_flat`` side from the die read, flat by either estimate."""
-        if reread is None or found.value is None or not flat_by_either(found) or not dice:
+        if reread is None or found.value is None or not _flat_by_either(found) or not dice:
             return found
         r = min(dice, key=lambda d: math.hypot(found.centre[0] - d.centre[0], found.centre[1] - d.centre[1]))
         dx, dy = found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]
@@ -678,7 +680,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         if not 0 < d < s_px:
             return found
         again = reread((r.centre[0] + dx * 1.1 * s_px / d, r.centre[1] + dy * 1.1 * s_px / d), s_px)
-        if again is None or again.value != found.value or not flat_by_either(again) or \
+        if again is None or again.value != found.value or not _flat_by_either(again) or \
                 math.hypot(again.centre[0] - r.centre[0], again.centre[1] - r.centre[1]) <= apart_px(again, s_px):
             return found
         return again
@@ -698,7 +700,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             c = geo.cal.to_px([q])[0]
             s_px = geo.expected_side_px(q) or 10.0
             found = reread((float(c[0]), float(c[1])), s_px)
-            if found is not None and found.value is not None and flat_by_either(found) and \
+            if found is not None and found.value is not None and _flat_by_either(found) and \
                     math.hypot(found.centre[0] - r0.centre[0], found.centre[1] - r0.centre[1]) > apart_px(found, s_px):
                 return found
         return None
@@ -799,7 +801,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             s = side_of(a)
             pa, pb = where(a), where(b)
             d = math.hypot(pa[0] - pb[0], pa[1] - pb[1])
-            leaning = (not flat_by_either(dice[a]) or not flat_by_either(dice[b])) and d < tol.leaning_ratio * s
+            leaning = (not _flat_by_either(dice[a]) or not _flat_by_either(dice[b])) and d < tol.leaning_ratio * s
             if (d < tol.on_die_ratio * s or leaning) and not (_leans_beside(dice[a], dice[b])
                                                                or _leans_beside(dice[b], dice[a])):
                 upper = a if (not dice[a].flat, dice[a].side_px) >= (not dice[b].flat, dice[b].side_px) else b
