@@ -75,6 +75,22 @@ class ProfileFile(BaseModel):
     #: N.J.A.C. 13:69F-1.11(a) "after any roll") or "decision" (9 NYCRR 4620.3(c)(5), N.J.A.C.
     #: 13:47-20.25(g)6 "on completion of a decision": not while a point is pending)
     shooter_change: Literal["any-roll", "decision"] = "any-roll"
+    #: reason code -> the paragraph of this jurisdiction's text its verdicts cite (published as
+    #: the roll message's ``citation``); a reason left out cites its 9 NYCRR 5324.52 paragraph
+    #: (controller/reasons.py)
+    citations: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("citations")
+    @classmethod
+    def _known_codes(cls, v: dict[str, str]) -> dict[str, str]:
+        codes = [r.value for r in Reason]
+        unknown = [k for k in v if k not in codes]
+        if unknown:
+            raise ValueError(f"unknown reason code(s) {unknown}; known codes: {', '.join(codes)}")
+        empty = [k for k, t in v.items() if not t.strip()]
+        if empty:
+            raise ValueError(f"empty citation for {empty}")
+        return v
 
     @field_validator("actions")
     @classmethod
@@ -139,7 +155,8 @@ def parse_profile(data: dict, where: str = "profile") -> IrregularityProfile:
                 msg = "unknown key"
             lines.append(f"{where}: {key}: {msg}")
         raise ProfileError("\n".join(lines)) from None
-    policy = policy_from_mapping(doc.name, doc.actions, departs_from_regulation=doc.departs_from_regulation)
+    policy = policy_from_mapping(doc.name, doc.actions, departs_from_regulation=doc.departs_from_regulation,
+                                 citations=doc.citations)
     return IrregularityProfile(doc.name, policy, doc.detect.cocked, doc.description, doc.shooter_change)
 
 

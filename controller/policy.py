@@ -57,10 +57,18 @@ class Policy:
     #: the policy reads a roll the regulation voids without discretion where a house deals it
     #: as valid (die on die, 9 NYCRR 5324.52(k)(1)); declared, never implied (house-practice)
     departs_from_regulation: bool = False
+    #: the paragraph of the jurisdiction's own text for a reason, where it is not the reason's
+    #: own 9 NYCRR 5324.52 citation (a profile's ``[citations]``, e.g. 9 NYCRR 4620.3(c)(1))
+    citations: Mapping[Reason, str] = field(default_factory=lambda: MappingProxyType({}), repr=False)
 
     def action(self, reason: Reason) -> Action:
         """Return the action for ``reason`` (every reason has one)."""
         return self.actions[reason]
+
+    def citation(self, reason: Reason) -> str:
+        """The paragraph a verdict for ``reason`` cites under this policy: the profile's own
+        citation when it gives one, else the reason's (:attr:`Reason.citation`)."""
+        return self.citations.get(reason) or reason.citation
 
 
 _NY_5324_ACTIONS: dict[Reason, Action] = {
@@ -97,7 +105,8 @@ _HOUSE_ONLY_READ: frozenset[Reason] = frozenset({Reason.DIE_ON_DIE})
 
 
 def policy_from_mapping(name: str, overrides: Mapping[str, str] | None = None,
-                        base: "Policy | None" = None, departs_from_regulation: bool | None = None) -> Policy:
+                        base: "Policy | None" = None, departs_from_regulation: bool | None = None,
+                        citations: Mapping[str, str] | None = None) -> Policy:
     """Build a policy from ``base`` (default :data:`NY_5324`) with some actions replaced.
 
     Args:
@@ -106,6 +115,8 @@ def policy_from_mapping(name: str, overrides: Mapping[str, str] | None = None,
         base: the policy whose actions are kept where not overridden.
         departs_from_regulation: the policy may read a die resting on the other die, which
             9 NYCRR 5324.52(k)(1) makes invalid (house practice); default: as ``base``.
+        citations: reason code -> the paragraph of the jurisdiction's text that verdicts for
+            it cite (added to ``base``'s); e.g. ``{"die-off-table": "9 NYCRR 4620.3(c)(1)"}``.
 
     Raises:
         ValueError: naming the unknown reason code, the unknown action, or a reason the
@@ -132,7 +143,13 @@ def policy_from_mapping(name: str, overrides: Mapping[str, str] | None = None,
                              f"regulation: declare departs_from_regulation = true in the profile "
                              f"(as house-practice does), or use 'no-roll' or 'boxperson'")
         actions[reason] = action
-    return Policy(name=name, actions=MappingProxyType(actions), departs_from_regulation=departs)
+    cites = dict(base.citations)
+    for code, text in (citations or {}).items():
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{code}: a citation must be a non-empty string, got {text!r}")
+        cites[Reason.from_code(code)] = text.strip()
+    return Policy(name=name, actions=MappingProxyType(actions), departs_from_regulation=departs,
+                  citations=MappingProxyType(cites))
 
 
 #: The built-in policy: 9 NYCRR 5324.52 at a casino table.

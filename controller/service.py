@@ -711,7 +711,7 @@ class TableService:
             "roll_id": f"{self.table_id}-{n:08d}",
             "verdict": verdict.kind,
             "reason": None if verdict.reason is None else verdict.reason.value,
-            "citation": None if verdict.reason is None else verdict.reason.citation,
+            "citation": None if verdict.reason is None else self.policy.citation(verdict.reason),
             "dice": None if verdict.dice is None else list(verdict.dice),
             "total": verdict.total,
             "game": {
