@@ -76,3 +76,31 @@ def test_every_reason_a_casino_night_profile_maps_cites_that_profiles_regulation
     got = {code: prof.policy.citation(Reason(code)).startswith(prefix) for code in codes}
     assert got == {code: True for code in codes}
     assert load_profile("ny-5324").policy.citation(Reason.DIE_ON_DIE) == "9 NYCRR 5324.52(k)(1)"
+
+
+# --- 2. docs/messages.md: what ny-5324 does with a cocked die ------------------------------------
+
+def _messages_reason_table() -> dict[str, str]:
+    text = (ROOT / "docs" / "messages.md").read_text()
+    section = text.split("### Reason codes", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        m = re.match(r"\| `([a-z-]+)` \|[^|]*\|[^|]*\| ([a-z-]+)", line)
+        if m:
+            rows[m.group(1)] = m.group(2)
+    return rows
+
+
+def test_the_reason_code_table_of_docs_messages_gives_the_ny5324_profiles_actions():
+    """9 NYCRR 5324.52(h)(1)(i): "When either die does not ... land flat on the table ..., the
+    side directly opposite the side that is resting on the chips or other object shall be
+    considered uppermost and skyward": a cocked die is read as the rule says, which is what the
+    shipped ny-5324 profile (the default ``[rules] profile``) does (``die-not-flat = "read"``;
+    the detector withdraws the value, ``face-unreadable``, when it cannot find the resting side).
+    docs/messages.md, whose table "is ``ny-5324``" ("The action of each is the profile's"), said
+    ``boxperson``: the action of the fallback policy of controller/policy.py, used only where no
+    profile is given, which publishes the same policy name."""
+    rows = _messages_reason_table()
+    pol = load_profile("ny-5324").policy
+    assert {code: act for code, act in rows.items()} == {code: pol.action(Reason(code)).value for code in rows}
+    assert rows["die-not-flat"] == "read"
