@@ -104,3 +104,18 @@ def test_the_reason_code_table_of_docs_messages_gives_the_ny5324_profiles_action
     pol = load_profile("ny-5324").policy
     assert {code: act for code, act in rows.items()} == {code: pol.action(Reason(code)).value for code in rows}
     assert rows["die-not-flat"] == "read"
+
+
+def test_the_roll_message_documents_every_game_outcome():
+    """9 NYCRR 5324.52(i)(2) (N.J.A.C. 13:69F-1.11(b)): a roll made "only for the purpose of
+    effecting a decision on the remaining come and/or don't come wagers" sets no point; the
+    service publishes it as ``game.outcome = "decide-only"`` (controller/game.py ``Outcome``).
+    The roll message's field table in docs/messages.md listed every outcome but that one."""
+    from typing import get_args
+
+    from controller.game import Outcome
+
+    line = next(x for x in (ROOT / "docs" / "messages.md").read_text().splitlines()
+                if x.startswith("| `game.outcome` |"))
+    listed = set(re.findall(r'`"([a-z-]+)"`', line))
+    assert listed == set(get_args(Outcome))
