@@ -434,7 +434,7 @@ class Table:
             raise Rejected(f"a {w.kind} bet, once made, shall not be removed or reduced", prof.cite("removal_fixed"))
         if w.kind in prof.s.removal.locked_after_point and w.number is not None:
             raise Rejected(f"a {w.kind} bet may not be removed or reduced after its point ({w.number}) "
-                           f"is established", prof.cite("removal_line"))
+                           f"is established", prof.cite(f"removal_line.{w.kind}", prof.cite("removal_line")))
         if w.kind in prof.s.removal.removed_whole_only and amount is not None and amount != w.amount:
             raise Rejected(f"a {w.kind} bet, once made, shall not be reduced (it may be removed whole)",
                            prof.cite("removal_fixed"))

@@ -1,0 +1,37 @@
+"""Audit of settlement and the pay-table profiles against the regulation texts
+(/work/shared/regulations/: 9 NYCRR 5324.52, 9 NYCRR 4620.3, rules text 002, N.J.A.C.
+13:47-20.25). Each test failed on the code as audited (commit d0b96a7) and asserts what the
+quoted paragraph requires.
+"""
+from __future__ import annotations
+
+import pytest
+
+from settlement.engine import Rejected, Table
+from settlement.profile import load_profile
+
+def _bet(t: Table, player: str, kind: str, amount: int, **kw):
+    return t.place({"player": player, "bet": kind, "amount": amount, **kw})
+
+
+def test_ny4620_pass_bet_locked_after_the_point_does_not_cite_the_come_paragraph():
+    """9 NYCRR 4620.3(e)(5)(i): "Come bets may not be removed by the player once they have been
+    moved into a point box"; (e)(5)(ii) the same for don't come bets. Nothing in 4620.3 speaks of
+    removing a pass bet ((e)(1) gives only how it wins and loses and the $5 maximum); the ny-4620
+    profile locks it "as 5324.52(c)(3)(i)" (its own comment).
+
+    A refused removal names "the paragraph broken" (docs/wagers.md). The audited code refused the
+    pass removal citing "9 NYCRR 4620.3(e)(5)(i)-(ii)", a paragraph about come and don't come bets
+    that does not forbid it. The come bet's refusal keeps citing (e)(5)(i)-(ii)."""
+    t = Table(load_profile("ny-4620"))
+    _bet(t, "p", "pass", 500)
+    t.roll((2, 3))                                    # point 5
+    with pytest.raises(Rejected) as exc:
+        t.remove({"player": "p", "bet": "pass"})
+    assert "(e)(5)" not in exc.value.rule
+    assert exc.value.rule == "as 9 NYCRR 5324.52(c)(3)(i) (9 NYCRR 4620.3 is silent on the pass bet)"
+    _bet(t, "p", "come", 500)
+    t.roll((3, 3))                                    # come bet -> 6
+    with pytest.raises(Rejected) as exc:
+        t.remove({"player": "p", "bet": "come", "number": 6})
+    assert exc.value.rule == "9 NYCRR 4620.3(e)(5)(i)-(ii)"
