@@ -161,6 +161,9 @@ class Settlement(_Strict):
     #: N.J.A.C. 13:69F-1.11(a) "after any roll") or "decision" (9 NYCRR 4620.3(c)(5),
     #: N.J.A.C. 13:47-20.25(g)6 "on completion of a decision": not while a point is pending)
     shooter_change: Literal["any-roll", "decision"] = "any-roll"
+    #: the game the table plays: the fire bet "may only be made in the game of craps"
+    #: (9 NYCRR 5324.52(b)(40); rules text 002, 2), so a "mini-craps" profile may not permit it
+    game: Literal["craps", "mini-craps"] = "craps"
     stays_up: list[str] = []
     bar: Bar
     pays: Pays
@@ -186,6 +189,9 @@ class Settlement(_Strict):
             bad = [k for k in names if k not in KINDS]
             if bad:
                 raise ValueError(f"{group}: unknown wager name(s) {bad}")
+        if self.game == "mini-craps" and "fire" in self.permitted:
+            raise ValueError("permitted: the fire bet may only be made in the game of craps, not mini-craps "
+                             "(9 NYCRR 5324.52(b)(40); rules text 002, 2)")
         bad = [k for k in self.working.off_on_come_out if k not in KINDS and k != "come_odds"]
         if bad:
             raise ValueError(f"working.off_on_come_out: unknown wager name(s) {bad}")

@@ -5,13 +5,23 @@ quoted paragraph requires.
 """
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import pytest
 
 from settlement.engine import Rejected, Table
-from settlement.profile import load_profile
+from settlement.profile import ProfileError, load_profile, profile_from_dict
+
+REPO = Path(__file__).resolve().parents[1]
+
 
 def _bet(t: Table, player: str, kind: str, amount: int, **kw):
     return t.place({"player": player, "bet": kind, "amount": amount, **kw})
+
+
+def _settlement_table(name: str) -> dict:
+    return tomllib.loads((REPO / "config" / "profiles" / f"{name}.toml").read_text())["settlement"]
 
 
 def test_ny4620_pass_bet_locked_after_the_point_does_not_cite_the_come_paragraph():
@@ -35,3 +45,31 @@ def test_ny4620_pass_bet_locked_after_the_point_does_not_cite_the_come_paragraph
     with pytest.raises(Rejected) as exc:
         t.remove({"player": "p", "bet": "come", "number": 6})
     assert exc.value.rule == "9 NYCRR 4620.3(e)(5)(i)-(ii)"
+
+
+@pytest.mark.parametrize("name, rule", [("ny-5324", "9 NYCRR 5324.52(b)(40)"),
+                                         ("rules-002", "rules text 002, 2")])
+def test_a_mini_craps_table_does_not_offer_the_fire_bet(name, rule):
+    """9 NYCRR 5324.52(b)(40): "Fire bet is a wager that may only be made in the game of craps";
+    rules text 002, 2: "... permissible wagers at the games of craps and minicraps, except that the
+    fire bet as described in Section 2(nn) shall only be permitted in the game of craps".
+
+    Both profiles cover "craps and mini craps" (their headers) and permit the fire bet, but the
+    audited profile schema had no way to say which game a table plays (``game`` was refused as an
+    unknown key), so a mini-craps table could only run them with the fire bet offered. A profile
+    now says ``game = "craps"`` (the default) or ``"mini-craps"``; a mini-craps profile that
+    permits the fire bet is refused naming the paragraph, and one without it settles as before."""
+    data = _settlement_table(name)
+    data["game"] = "mini-craps"
+    with pytest.raises(ProfileError) as exc:
+        profile_from_dict(name, data)
+    assert "fire" in str(exc.value) and rule in str(exc.value)
+    data["permitted"] = [k for k in data["permitted"] if k != "fire"]
+    mini = profile_from_dict(name, data)
+    t = Table(mini)
+    with pytest.raises(Rejected) as rej:
+        _bet(t, "p", "fire", 100)
+    assert "not a permissible wager" in rej.value.reason
+    _bet(t, "p", "place", 600, number=6, working=True)
+    assert [(s.kind, s.payout) for s in t.roll((3, 3))] == [("place", 700)]
+    assert load_profile(name).s.game == "craps"
