@@ -9,8 +9,8 @@ Pure core::
 of those values for a session (place / remove / working / shooter / roll), enforcing
 the legality rules; every refusal raises :class:`Rejected` naming the rule it breaks.
 
-Money (integer cents): a win pays ``floor(stake x ratio)`` to the profile's
-``payout_unit_cents`` (see :mod:`settlement.money`); vigorish is
+Money (integer cents): a win pays ``stake x ratio`` rounded UP to the profile's
+``payout_unit_cents``, never below the odds listed (see :mod:`settlement.money`); vigorish is
 ``floor(rate x base)`` to ``vig.unit_cents``, taken when the bet is placed or only on
 a win, per profile (9 NYCRR 5324.52(e)(1)-(2); N.J.A.C. 13:47-20.25(j)-(k)).
 """

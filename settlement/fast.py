@@ -13,7 +13,7 @@ gathers over the open wagers::
 
 Rows appear lazily (a come bet travelling to 6 is a new row; a bonus craps bet's progress
 is a new row) and are cached. Money follows settlement.engine exactly (payout rounded
-down to the profile's unit, vig to the vig unit); tests check equality with the engine.
+up to the profile's unit, vig down to the vig unit); tests check equality with the engine.
 """
 from __future__ import annotations
 
