@@ -119,3 +119,20 @@ def test_the_roll_message_documents_every_game_outcome():
                 if x.startswith("| `game.outcome` |"))
     listed = set(re.findall(r'`"([a-z-]+)"`', line))
     assert listed == set(get_args(Outcome))
+
+
+@pytest.mark.parametrize("citations, named", [
+    ({"die-of-table": "9 NYCRR 4620.3(c)(1)"}, "unknown reason code 'die-of-table'"),
+    ({"die-off-table": "  "}, "die-off-table: a citation must be a non-empty string"),
+])
+def test_a_bad_citations_table_is_refused_naming_the_code(citations, named):
+    """A misspelt reason code or an empty paragraph in a profile's ``[citations]`` is refused at
+    load with the code named, not published as a roll's citation."""
+    import tomllib
+
+    from controller.irregularity_profile import ProfileError, parse_profile
+
+    data = tomllib.loads((Path(__file__).resolve().parents[1] / "config" / "irregularities" / "ny-4620.toml").read_text())
+    data["citations"] = citations
+    with pytest.raises(ProfileError, match=named):
+        parse_profile(data, "ny-4620.toml")
