@@ -53,6 +53,7 @@ from controller.policy import Action  # noqa: E402
 from controller.reasons import Reason  # noqa: E402
 from controller.track import ThrowTracker  # noqa: E402
 from controller.verdict import decide  # noqa: E402
+from simulator.dice import quat_with_face_up  # noqa: E402
 from simulator.geometry import CHIP_DIAMETER_MM, CameraConfig  # noqa: E402
 from simulator.physics import DieState, TableSim  # noqa: E402
 from simulator.render import DicePose, Renderer  # noqa: E402
@@ -213,6 +214,21 @@ def truth_readings(states: list[DieState], renderer: Renderer, cal: Calibration)
     return out
 
 
+def spare_readings(geometry, renderer: Renderer, cal: Calibration) -> list[DieReading]:
+    """An ideal reader's dice of the spare dice resting in the dice cup (9 NYCRR 5324.52(a)(5)):
+    seen before the throw and at rest alike."""
+    out = []
+    D = renderer.c.height_mm
+    for pos, face, yaw in geometry.spare_dice_poses():
+        pose = DicePose(np.asarray(pos, float), quat_with_face_up(face, yaw))
+        cx, cy = renderer.die_centre_px(pose)
+        top = float(pos[2]) + 19.05 / 2
+        exp = cal.die_side_px(cal.to_mm([[cx, cy]])[0]) * (D - 19.05) / max(1.0, D - top)
+        out.append(DieReading(value=int(face), bbox=renderer.die_bbox_px(pose), centre=(cx, cy), confidence=1.0,
+                              flat=True, side_px=float(exp)))
+    return out
+
+
 def render(throw: Throw, renderer: Renderer, index: int) -> np.ndarray:
     """The frame of pose sample ``index`` (-1: at rest)."""
     ps = throw.poses[index]
@@ -261,10 +277,13 @@ class Bench:
             at_rest = render(th, ren, -1)
             readings = read_dice(at_rest, expected_side_px=side)
             reread = functools.partial(read_die_at, at_rest)
+            # the table before the throw: the dice in the cup then are the spares
+            spares = read_dice(ren.render([], frame_index=0), expected_side_px=side)
         else:
             track = th.track
             shared = None
-            readings = truth_readings(th.states, ren, cal)
+            spares = spare_readings(g, ren, cal)
+            readings = truth_readings(th.states, ren, cal) + spares
             reread = None
         # each die at rest on the felt: the reading nearest its upper face's centre (value, confidence)
         reads = []
@@ -282,7 +301,7 @@ class Bench:
             else:
                 reads.append((st.value, near.value, float(near.confidence)))
         return {"throw": th, "calibration": cal, "readings": readings, "track": track, "reads": reads,
-                "reread": reread, "shared": shared}
+                "reread": reread, "shared": shared, "spares": spares}
 
     def decide(self, seen: dict, profile: IrregularityProfile | None = None) -> dict:
         """Decide an observed throw under ``profile`` (default the bench's) and compare."""
@@ -297,6 +316,7 @@ class Bench:
                                   objects=objects_for(g), track=seen["track"], timed_out=th.moving,
                                   wall_height_mm=g.wall_height, tolerances=tolerances_for(g),
                                   reread=seen.get("reread"), track_shared=seen.get("shared"),
+                                  spares=seen.get("spares"),
                                   wall_strikes=[t for t, _ in th.wall_contacts] if self.wall_sensor else None,
                                   window=(0.0, th.times[-1] if th.times else 1e9))
         if self.far_wall_struck:

@@ -299,6 +299,13 @@ class Tolerances:
         reread_apart: the same for a die read again not lying flat by either estimate (a
             window on a leaning die's side face reads another value): on the die read, up to
             0.71 side; on the other die 0.80 side or more.
+        spare_match: a die at rest in the dice cup within this x side (table mm) of a die seen
+            there before the throw (``observe_throw(spares=...)``) is that spare die, not a
+            thrown one, 9 NYCRR 5324.52(a)(5). Spare dice lie still in the cup; the reader
+            places a die to ~0.1 side.
+        spare_sure: a die in the cup whose value, read at least this surely before the throw
+            and at rest, differs at a spare's place covers that spare (or knocked it aside):
+            a thrown die, whether or not the cup holds more dice.
     """
 
     on_die_ratio: float = 0.8
@@ -327,6 +334,8 @@ class Tolerances:
     beside_track_end: float = 1.5
     reread_apart_flat: float = 0.6
     reread_apart: float = 0.9
+    spare_match: float = 0.5
+    spare_sure: float = 0.9
 
 
 @dataclass(frozen=True)
@@ -531,6 +540,37 @@ def _stacked_under(track, positions, zones, geo: "_Geometry", tol: "Tolerances"
     return best
 
 
+def _spares_left_out(now: Sequence[tuple[tuple[float, float], int | None]],
+                     before: Sequence[tuple[tuple[float, float], int | None]], match_mm: float) -> list[int]:
+    """Which of the dice in the dice cup at rest are spare dice, not thrown ones (indices into
+    ``now``), given the dice seen in the cup before the throw. Each die is ``((x, y) table mm,
+    value or None)``, the value given only where it was read surely.
+
+    A die at rest within ``match_mm`` of a spare's place, showing its value (or a value not read
+    surely at either time), is that spare; one showing another value there covers the spare or
+    knocked it aside: a thrown die. A die where no spare lay is a thrown die only as far as the
+    cup holds more dice than before (it may be a spare the reader missed then). So a die that
+    left the table is not made up for by a spare ((k)(1): a no roll in every profile, where a
+    die in the cup goes to the boxperson under N.J.A.C. 13:47 and 9 NYCRR 4620); a thrown die
+    the reader misses at rest is taken for one that left the table (a no roll, the stricter
+    verdict)."""
+    free = list(before)
+    covered: list[int] = []
+    placed_anew: list[tuple[float, int]] = []
+    for i, (p, value) in enumerate(now):
+        d = [math.hypot(p[0] - q[0], p[1] - q[1]) for q, _ in free]
+        if d and min(d) <= match_mm:
+            _, v0 = free.pop(int(np.argmin(d)))
+            if value is not None and v0 is not None and value != v0:
+                covered.append(i)
+        else:
+            far = min((math.hypot(p[0] - q[0], p[1] - q[1]) for q, _ in before), default=math.inf)
+            placed_anew.append((far, i))
+    placed_anew.sort(reverse=True)
+    thrown = covered + [i for _, i in placed_anew[:max(0, len(now) - len(before) - len(covered))]]
+    return [i for i in range(len(now)) if i not in thrown]
+
+
 def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                   profile: IrregularityProfile | None = None,
                   objects: Sequence[TableObject] = (),
@@ -543,7 +583,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                   wall_height_mm: float = 200.0,
                   tolerances: Tolerances = Tolerances(),
                   reread: Callable[[tuple[float, float], float], DieReading | None] | None = None,
-                  track_shared: Sequence[Sequence[bool]] | None = None) -> ObservedThrow:
+                  track_shared: Sequence[Sequence[bool]] | None = None,
+                  spares: Sequence[DieReading] | None = None) -> ObservedThrow:
     """Turn the dice seen at rest into verdict observations (see the module docstring).
 
     Args:
@@ -575,6 +616,13 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             decision does not place a die at a sensor pulse by it (a die bouncing off the other
             at the wall is not taken for one that struck it), and the tracks may have swapped
             dice there (``far_wall.ambiguous_times``); ``None``: every point counts.
+        spares: the reader's dice of the table before the throw (the last idle frame); those in
+            the dice cup are the spare dice the stickperson keeps there, 9 NYCRR 5324.52(a)(5),
+            (f)(3). A die in the cup at rest is a thrown die only as far as the cup holds more
+            dice than before the throw and it lies where no spare lay (:func:`_spares_left_out`):
+            a die that left the table is not made up for by a spare in the cup ((k)(1), a no
+            roll in every profile, where a die in the cup goes to the boxperson under N.J.A.C.
+            13:47 and 9 NYCRR 4620). ``None`` (not known): every die in the cup counts as seen.
 
     Returns:
         :class:`ObservedThrow`.
@@ -631,6 +679,29 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         positions.append(p)
         zones.append(zone)
     size = geo.size if geo is not None else None
+    if spares is not None and geo is not None:
+        # --- the spare dice in the dice cup are not the dice thrown, (a)(5) ------------------
+        def sure(r: DieReading) -> int | None:
+            return r.value if r.value is not None and r.confidence >= tol.spare_sure else None
+
+        before = []
+        for r in spares:
+            if _is_die(r, min_presence):
+                n_notes = len(notes)
+                p, zone = place(r)
+                del notes[n_notes:]
+                if zone == "dice_cup":
+                    before.append((p, sure(r)))
+        cup_now = [i for i, z in enumerate(zones) if z == "dice_cup"]
+        drop = _spares_left_out([(positions[i], sure(dice[i])) for i in cup_now], before,
+                                tol.spare_match * geo.size)
+        if drop:
+            notes.append(f"{len(drop)} of the {len(cup_now)} dice in the dice cup lay there before the throw "
+                         f"({len(before)} spare dice seen then): not the dice thrown, (a)(5)")
+            keep = [k for k in range(len(dice)) if k not in {cup_now[j] for j in drop}]
+            dice = [dice[k] for k in keep]
+            positions = [positions[k] for k in keep]
+            zones = [zones[k] for k in keep]
 
     def side_of(i: int) -> float:
         """The die side in the units of ``positions`` (mm) or pixels without calibration."""

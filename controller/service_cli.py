@@ -626,7 +626,7 @@ def build_observer(cfg: TableConfig, source: FrameSource, area,
     """
     from controller.boxperson import CallRegistry, CommandServer
     from controller.throw_observer import ThrowObserver
-    from vision.reader import read_die_at
+    from vision.reader import read_dice, read_die_at
 
     if cfg.rules.calibration is not None:
         from camera.calibration import load_calibration
@@ -638,12 +638,15 @@ def build_observer(cfg: TableConfig, source: FrameSource, area,
     else:
         calibration = _source_calibration(source)
     registry = CallRegistry(timeout_s=cfg.boxperson.timeout_s)
+    die_side = cfg.vision.die_side_px or _source_die_side(source)
     observer = ThrowObserver(cfg.rules.load_profile(), calibration=calibration, registry=registry,
                              objects=_source_objects(source),
                              wall_sensor=cfg.rules.wall_sensor, track=cfg.rules.track,
                              min_presence=cfg.vision.min_presence,
                              tolerances=cfg.rules.build_tolerances(),
-                             reread=functools.partial(read_die_at, method=cfg.vision.reader))
+                             reread=functools.partial(read_die_at, method=cfg.vision.reader),
+                             read_spares=functools.partial(read_dice, method=cfg.vision.reader,
+                                                           expected_side_px=die_side or None))
     if cfg.rules.wall_sensor and hasattr(source, "on_wall_strike"):
         source.on_wall_strike(observer.wall_strike)   # the simulated table's far-wall sensor
     hook = AreaZones(observer, area) if calibration is None and area else observer

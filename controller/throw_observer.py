@@ -59,13 +59,19 @@ class ThrowObserver:
             one place of the frame at rest (``vision.reader.read_die_at``), for a die the
             track saw come to rest that the reader did not find (``None``: such a die's face is
             in dispute).
+        read_spares: ``image -> readings`` (``vision.reader.read_dice``): run on the last idle
+            frame before the throw, when the throw comes to rest; the dice it finds in the dice
+            cup are the spares kept there, 9 NYCRR 5324.52(a)(5), and are not taken for thrown
+            dice (``observe_throw(spares=...)``). ``None``: every die in the cup counts as seen.
     """
 
     def __init__(self, profile: IrregularityProfile | None = None, *, calibration=None,
                  objects: Sequence[TableObject] = (), registry: CallRegistry | None = None,
                  track: bool = True, wall_sensor: bool = False, min_presence: float = 0.3,
-                 tolerances: Tolerances = Tolerances(), reread=None) -> None:
+                 tolerances: Tolerances = Tolerances(), reread=None, read_spares=None) -> None:
         self.reread = reread
+        self.read_spares = read_spares
+        self._idle_at_throw: np.ndarray | None = None
         self.profile = profile or load_profile("ny-5324")
         self.calibration = calibration
         self.objects = tuple(objects)
@@ -104,16 +110,15 @@ class ThrowObserver:
     def on_frame(self, t: float, image: np.ndarray, phase: str) -> None:
         """Every frame, with the lifecycle phase *before* this frame's step: keeps the last idle
         frame (the table before the throw) and feeds motion frames to the tracker."""
-        if self.tracker is None:
-            return
         if phase == WAITING:
             self._idle = image
-        elif phase == IN_MOTION and self._tracking:
+        elif phase == IN_MOTION and self._tracking and self.tracker is not None:
             self.tracker.add(t, image)
 
     def throw_started(self, t: float) -> None:
         """The lifecycle's "throw-started" step: a new track from the last idle frame."""
         self._t0 = float(t)
+        self._idle_at_throw = self._idle
         with self._lock:
             self._strikes = [s for s in self._strikes if s >= t - 0.5]
         self._tracking = self.tracker is not None and self._idle is not None
@@ -148,11 +153,16 @@ class ThrowObserver:
         reread = None
         if self.reread is not None and image is not None:
             reread = functools.partial(self.reread, image)
+        spares = None
+        if self.read_spares is not None and self._idle_at_throw is not None:
+            spares = list(self.read_spares(self._idle_at_throw))   # the cup's dice before the throw
         observed = observe_throw(readings, calibration=self.calibration, profile=self.profile,
                                  objects=self.objects, track=track, wall_strikes=strikes, window=window,
                                  timed_out=timed_out, min_presence=self.min_presence,
-                                 tolerances=self.tolerances, reread=reread, track_shared=shared)
+                                 tolerances=self.tolerances, reread=reread, track_shared=shared,
+                                 spares=spares)
         self._tracking = False
+        self._idle_at_throw = None
         return observed
 
     def __call__(self, readings: Sequence[DieReading], frame) -> tuple[list, object]:

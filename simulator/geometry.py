@@ -53,6 +53,24 @@ class ChipStack(_Strict):
         return self.chips * CHIP_THICKNESS_MM
 
 
+class SpareDie(_Strict):
+    """A spare die resting in the dice cup: "the stickperson ... shall retain all dice, except
+    those in active play, in a dice cup at the table", 9 NYCRR 5324.52(a)(5); the shooter's
+    remaining dice "shall be returned to the dice cup", (f)(3).
+
+    Attributes:
+        face: the face up, 1..6.
+        yaw_deg: turn about the vertical, degrees.
+    """
+
+    face: int = Field(ge=1, le=6)
+    yaw_deg: float = Field(0.0, ge=-360.0, le=360.0)
+
+
+#: Where spare dice lie in the cup: up to three slots, this far (mm) from the cup's centre.
+SPARE_SLOT_RADIUS_MM = 16.0
+
+
 def _default_stacks() -> tuple[ChipStack, ...]:
     return (
         ChipStack(x=330.0, y=70.0, chips=3, colour=(60, 60, 200)),      # pass line, red $5
@@ -91,6 +109,8 @@ class TableGeometry(_Strict):
     cup_height: float = Field(60.0, gt=20.0, le=200.0, description="dice cup height, mm")
     cup_wall: float = Field(3.0, gt=0.5, le=10.0, description="dice cup wall thickness, mm")
     stacks: tuple[ChipStack, ...] = Field(default_factory=_default_stacks)
+    spare_dice: tuple[SpareDie, ...] = Field((), max_length=3,
+                                             description="spare dice resting in the dice cup (0..3)")
 
     @model_validator(mode="after")
     def _fits(self) -> "TableGeometry":
@@ -98,6 +118,8 @@ class TableGeometry(_Strict):
             raise ValueError("chip bank does not fit on the playing surface")
         if 2 * self.cup_radius > self.width * 0.4:
             raise ValueError("dice cup does not fit on the playing surface")
+        if self.spare_dice and self.cup_radius - self.cup_wall < SPARE_SLOT_RADIUS_MM + self.die_size / math.sqrt(2):
+            raise ValueError("spare dice do not fit in the dice cup")
         r = CHIP_DIAMETER_MM / 2
         for s in self.stacks:
             if not (r <= s.x <= self.length - r and r <= s.y <= self.width - r):
@@ -115,6 +137,18 @@ class TableGeometry(_Strict):
     def cup_centre(self) -> tuple[float, float]:
         """Dice cup centre ``(x, y)`` in mm: middle of the stickperson's (``y = width``) side."""
         return (self.length / 2, self.width - self.cup_radius - 15.0)
+
+    def spare_dice_poses(self) -> list[tuple[tuple[float, float, float], int, float]]:
+        """Each spare die's centre ``(x, y, z)`` (mm, resting on the cup's 3 mm bottom), face up
+        and yaw (radians): slot ``k`` of three at :data:`SPARE_SLOT_RADIUS_MM` from the cup's
+        centre, 120 degrees apart."""
+        cx, cy = self.cup_centre
+        out = []
+        for k, d in enumerate(self.spare_dice):
+            a = math.pi / 2 + 2 * math.pi * k / 3
+            out.append(((cx + SPARE_SLOT_RADIUS_MM * math.cos(a), cy + SPARE_SLOT_RADIUS_MM * math.sin(a),
+                         3.0 + self.die_size / 2), d.face, math.radians(d.yaw_deg)))
+        return out
 
     @property
     def far_wall_reach_mm(self) -> float:

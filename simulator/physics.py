@@ -19,7 +19,7 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-from .dice import face_towards, quat_to_mat, value_up
+from .dice import face_towards, quat_to_mat, quat_with_face_up, value_up
 from .geometry import CHIP_DIAMETER_MM, TableGeometry
 
 #: Physics timestep, seconds. Coarse enough for thousands of throws per minute, fine enough for
@@ -113,6 +113,10 @@ def build_mjcf(g: TableGeometry, timestep: float = TIMESTEP) -> str:
         geoms.append(_box(f"cup_wall{k}", "cup", (cx + rc * math.cos(a), cy + rc * math.sin(a),
                                                   g.cup_height / 2),
                           (g.cup_wall / 2, half_w, g.cup_height / 2), f'quat="{q}"'))
+    # spare dice resting in the cup (static: part of the cup, 9 NYCRR 5324.52(a)(5))
+    for k, (c, face, yaw) in enumerate(g.spare_dice_poses()):
+        q = " ".join(f"{v:.6f}" for v in quat_with_face_up(face, yaw))
+        geoms.append(_box(f"cup_spare{k}", "cup", c, (half_die, half_die, half_die), f'quat="{q}"'))
     dice = []
     for i in range(2):
         dice.append(

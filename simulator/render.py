@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from .dice import NORMALS, PIP_GRID, PIP_RADIUS, PIP_SPACING, VALUES, face_axes, quat_to_mat
+from .dice import NORMALS, PIP_GRID, PIP_RADIUS, PIP_SPACING, VALUES, face_axes, quat_to_mat, quat_with_face_up
 from .geometry import CHIP_DIAMETER_MM, CHIP_THICKNESS_MM, CameraConfig, TableGeometry
 
 _SS = 4            # supersampling factor of the dice windows
@@ -272,6 +272,15 @@ class Renderer:
                                 g.cup_radius - g.cup_wall, 36), self._lit((45, 45, 48)))
         self._poly(img, _circle(np.array([cx, cy, 3.0]), np.array([1.0, 0, 0]), np.array([0, 1.0, 0]),
                                 g.cup_radius - g.cup_wall, 36), self._lit((35, 35, 38)))
+        # spare dice resting in the cup (9 NYCRR 5324.52(a)(5)): part of the empty table
+        for pos, face, yaw in g.spare_dice_poses():
+            pose = DicePose(np.asarray(pos, float), quat_with_face_up(face, yaw))
+            win = self._die_window([pose])
+            if win is not None:
+                x0, y0, x1, y1 = win
+                big = cv2.resize(img[y0:y1, x0:x1], ((x1 - x0) * _SS, (y1 - y0) * _SS), interpolation=cv2.INTER_LINEAR)
+                self._draw_die(big, (x0, y0), _SS, pose)
+                img[y0:y1, x0:x1] = cv2.resize(big, (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
         if c.blur_sigma > 0:
             img = cv2.GaussianBlur(img, (0, 0), c.blur_sigma)
         return img, mask

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dice import axis_angle, quat_mul, quat_with_face_up, random_rotation
-from .geometry import CHIP_DIAMETER_MM, CHIP_THICKNESS_MM, ChipStack, TableGeometry
+from .geometry import CHIP_DIAMETER_MM, CHIP_THICKNESS_MM, ChipStack, SpareDie, TableGeometry
 from .physics import DieStart, DieState, TableSim
 
 NATURAL = "natural"
@@ -56,7 +56,12 @@ EXTRA_SCENARIOS: tuple[str, ...] = (
     "cocked-on-rail-wall", "cocked-on-cup", "cocked-on-die", "both-in-bank", "both-on-rail",
     "cocked-chips-other-rail", "bank-edge", "rail-edge", "flat-on-one-chip",
     "cocked-on-bank-side", "flat-beside-stack", "cocked-on-tall-stack",
+    "off-table-spares", "in-dice-cup-spares",
 )
+#: ``off-table`` and ``in-dice-cup`` with two or three spare dice resting in the dice cup, as the
+#: regulation keeps them there (9 NYCRR 5324.52(a)(5), (f)(3)): a spare must not be taken for a
+#: thrown die that left the table.
+SPARE_SCENARIOS: tuple[str, ...] = ("off-table-spares", "in-dice-cup-spares")
 _ALL = SCENARIOS + EXTRA_SCENARIOS
 #: Seconds of table time after which a throw whose dice still move is cut off.
 DEFAULT_TIMEOUT_S = 8.0
@@ -423,10 +428,16 @@ def plan_throw(scenario: str, seed: int, geometry: TableGeometry | None = None,
     plan.forced_die = forced
     other = 1 - forced
     starts: list[DieStart | None] = [None, None]
-    if scenario in EXTRA_SCENARIOS:
+    base = scenario
+    if scenario in SPARE_SCENARIOS:
+        base = scenario.removesuffix("-spares")
+        spares = tuple(SpareDie(face=int(rng.integers(1, 7)), yaw_deg=float(rng.uniform(0.0, 90.0)))
+                       for _ in range(int(rng.integers(2, 4))))
+        g = g.model_copy(update={"spare_dice": spares})
+    elif scenario in EXTRA_SCENARIOS:
         g, starts = _plan_new(scenario, g, rng, forced)
     low_lane, high_lane = _lanes(g)
-    if scenario == "off-table":
+    if base == "off-table":
         # lobbed high over the far wall: lands on the floor behind the table
         s = natural_starts(g, rng, speed=(3000.0, 3600.0))[0]
         s.vel_mm_s = (s.vel_mm_s[0], s.vel_mm_s[1] * 0.3, rng.uniform(2600.0, 3000.0))
@@ -472,7 +483,7 @@ def plan_throw(scenario: str, seed: int, geometry: TableGeometry | None = None,
             vel_mm_s=(rng.uniform(-100, 100), rng.uniform(-60, 60), -rng.uniform(0, 200)),
             spin_rad_s=tuple(float(v) for v in rng.uniform(-5, 5, 3)))  # type: ignore[arg-type]
         starts[other] = _lane_throw(g, rng, *high_lane)
-    elif scenario == "in-dice-cup":
+    elif base == "in-dice-cup":
         cx, cy = g.cup_centre
         rin = g.cup_radius - g.cup_wall - a * 0.75
         r, ang = rin * math.sqrt(rng.random()), rng.uniform(0, 2 * math.pi)

@@ -1047,3 +1047,54 @@ def test_die_leaning_on_the_other_die_beside_a_one_chip_stack_does_not_rest_on_i
     over = [tilted(die(600, 318.0, 4, flat=False), 0.05, 0.01), die(600, 341.55, 5)]
     assert kind(over, "nj-13-47") == ("no-roll", "die-on-several-objects", None)
     assert kind(over, "house-practice") == ("no-roll", "die-on-several-objects", None)
+
+
+# --- spare dice in the dice cup, 9 NYCRR 5324.52(a)(5), (f)(3) -----------------------------------
+
+def _in_cup(k: int, value: int) -> DieReading:
+    """A die at spare slot ``k`` of the dice cup (the simulator's slots)."""
+    (x, y, _), _, _ = TableGeometry(spare_dice=[{"face": 1}] * 3).spare_dice_poses()[k]
+    return die(x, y, value)
+
+
+def test_a_spare_in_the_cup_does_not_stand_in_for_a_die_that_left_the_table():
+    """One die on the layout, two spares in the cup: the other die left the table, (k)(1), a no
+    roll in every profile. Without the spares seen before the throw the casino-night profiles
+    sent it to the boxperson as a die in the cup."""
+    spares = [_in_cup(0, 4), _in_cup(1, 6)]
+    at_rest = [die(600, 200, 3)] + spares
+    for profile in ("ny-5324", "nj-13-47", "ny-4620", "house-practice"):
+        assert verdict(at_rest, profile, spares=spares) == ("no-roll", "die-off-table", None), profile
+    assert verdict(at_rest, "nj-13-47") == ("boxperson", "die-in-dice-cup", None)
+    assert verdict([die(600, 200, 3), die(700, 300, 5)] + spares, spares=spares) == ("roll", None, (3, 5))
+
+
+def test_a_die_thrown_into_the_cup_beside_the_spares_is_in_the_cup():
+    cx, cy = GEOM.cup_centre
+    spares = [_in_cup(0, 4), _in_cup(1, 6)]
+    at_rest = [die(600, 200, 3), die(cx, cy - 14, 2)] + spares   # a third die in the cup
+    assert verdict(at_rest, "nj-13-47", spares=spares) == ("boxperson", "die-in-dice-cup", None)
+    assert verdict(at_rest, "ny-5324", spares=spares) == ("no-roll", "die-in-dice-cup", None)
+
+
+def test_a_die_on_a_spares_place_showing_another_face_is_a_thrown_die():
+    """The thrown die landed on a spare and hides it (the cup holds as many dice as before): the
+    value at the spare's place changed, so a thrown die is in the cup. A value read unsurely
+    (below ``spare_sure``) proves nothing: then the die is the spare, and the missing die left
+    the table."""
+    spares = [_in_cup(0, 4), _in_cup(1, 6)]
+    covered = [die(600, 200, 3), _in_cup(0, 2), _in_cup(1, 6)]
+    assert verdict(covered, "nj-13-47", spares=spares) == ("boxperson", "die-in-dice-cup", None)
+    unsure = [die(600, 200, 3), dataclasses.replace(_in_cup(0, 2), confidence=0.85), _in_cup(1, 6)]
+    assert verdict(unsure, "nj-13-47", spares=spares) == ("no-roll", "die-off-table", None)
+
+
+def test_a_spare_the_reader_missed_before_the_throw_still_does_not_count_as_thrown():
+    """Two dice in the cup at rest, one seen there before: the cup holds one more die, so one of
+    them may be a thrown die: the one where no spare lay. The die that left the table cannot be
+    made up for by a spare knocked aside: only as many as the cup gained count."""
+    before = [_in_cup(0, 4)]
+    at_rest = [die(600, 200, 3), _in_cup(0, 4), _in_cup(2, 5)]
+    assert verdict(at_rest, "nj-13-47", spares=before) == ("boxperson", "die-in-dice-cup", None)
+    knocked = [die(600, 200, 3), _in_cup(2, 4)]   # the spare knocked to another place, same count
+    assert verdict(knocked, "nj-13-47", spares=before) == ("no-roll", "die-off-table", None)

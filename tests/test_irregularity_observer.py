@@ -127,3 +127,26 @@ def test_observer_rereads_a_die_the_track_saw_settle_on_the_frame_at_rest():
         assert (v.kind, v.dice) == expected
     assert len(asked) == 1 and asked[0][0] == at_rest.shape
     assert abs(asked[0][1] - px(570, 330)[0]) <= 3 and abs(asked[0][2] - px(570, 330)[1]) <= 3
+
+
+def test_observer_reads_the_spare_dice_in_the_cup_on_the_idle_frame():
+    """``read_spares`` is asked about the last idle frame before the throw; a die in the cup there
+    is a spare (9 NYCRR 5324.52(a)(5)), so one die on the layout and that spare at rest is a die
+    off the table, (k)(1), not a die in the cup (which N.J.A.C. 13:47 gives to the boxperson)."""
+    cx, cy = G.cup_centre
+    idle = frame([(cx, cy)])
+    asked = []
+
+    def read_spares(image):
+        asked.append(image)
+        return [reading(cx, cy, 4)]
+    for spares_reader, expected in ((None, ("boxperson", "die-in-dice-cup")),
+                                    (read_spares, ("no-roll", "die-off-table"))):
+        obs = ThrowObserver(load_profile("nj-13-47"), calibration=CAL, track=False, read_spares=spares_reader)
+        obs.on_frame(0.0, idle, WAITING)
+        obs.throw_started(0.02)
+        obs.on_frame(0.1, frame([(600, 200), (cx, cy)]), IN_MOTION)
+        got = obs.observe([reading(600, 200, 3), reading(cx, cy, 4)], 1.0)
+        v = decide(got.observations, got.facts, policy=obs.policy)
+        assert (v.kind, v.reason.value) == expected
+    assert len(asked) == 1 and asked[0] is idle

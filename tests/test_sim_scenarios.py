@@ -131,3 +131,32 @@ def test_a_die_leaning_on_the_bank_rests_on_the_bank_however_lightly_it_presses(
         d = run_throw(plan, sim).states[plan.forced_die]
         assert not d.flat and 30.0 < d.tilt_deg < 50.0, (seed, d.tilt_deg)
         assert d.rests_on == "bank" and "bank" in {s["on"] for s in d.sides}, (seed, d.rests_on, d.sides)
+
+
+def test_spare_dice_rest_in_the_cup_and_are_drawn_there():
+    """``*-spares`` scenarios keep two or three spare dice in the dice cup (9 NYCRR
+    5324.52(a)(5)): static in the physics (the forced die of ``off-table-spares`` still leaves
+    the table), drawn into the empty table's frame with their faces up, and read there."""
+    import pydantic
+
+    from simulator.geometry import CameraConfig, TableGeometry
+    from simulator.render import Renderer
+    from vision.reader import read_dice
+
+    with pytest.raises(pydantic.ValidationError, match="face"):
+        TableGeometry(spare_dice=[{"face": 7}])
+    with pytest.raises(pydantic.ValidationError, match="spare_dice"):
+        TableGeometry(spare_dice=[{"face": 1}] * 4)
+    plan = plan_throw("off-table-spares", 1)
+    g = plan.geometry
+    faces = sorted(d.face for d in g.spare_dice)
+    assert 2 <= len(faces) <= 3
+    out = run_throw(plan)
+    assert out.states[plan.forced_die].rests_on == "off-table"
+    ren = Renderer(g, CameraConfig(), seed=0)
+    cx, cy = g.cup_centre
+    side = 19.05 / ren.cam.mm_per_px
+    u, v = ren.cam.project(np.array([[cx, cy, 0.0]]))[0]
+    seen = [d for d in read_dice(ren.background, expected_side_px=side)
+            if np.hypot(d.centre[0] - u, d.centre[1] - v) < g.cup_radius / ren.cam.mm_per_px]
+    assert sorted(d.value for d in seen) == faces
