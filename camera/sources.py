@@ -44,6 +44,9 @@ class CameraConfig(BaseModel):
         replay_path: folder of images or video file for ``replay``.
         replay_fps: frames per second of a replay.
         sim_scenario, sim_seed: the simulated table's scenario and seed for ``sim``.
+        sim_spare_dice: spare dice resting in the simulated table's dice cup, 0..3 (a table
+            has at least five dice, the shooter selects two and the rest go back to the cup,
+            9 NYCRR 5324.52(a)(5), (f)(3)).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -55,6 +58,7 @@ class CameraConfig(BaseModel):
     replay_fps: float = Field(30.0, gt=0)
     sim_scenario: str = "natural"
     sim_seed: int = 0
+    sim_spare_dice: int = Field(0, ge=0, le=3)
 
 
 def parse_source_spec(spec: str, base: CameraConfig | None = None) -> CameraConfig:
@@ -106,4 +110,4 @@ def open_source(config: CameraConfig) -> FrameSource:
         from camera.replay import ReplaySource
         return ReplaySource(config.replay_path, fps=config.replay_fps)
     from simulator.source import SimSource
-    return SimSource(config.sim_scenario, seed=config.sim_seed)
+    return SimSource(config.sim_scenario, seed=config.sim_seed, spare_dice=config.sim_spare_dice)

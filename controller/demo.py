@@ -151,7 +151,8 @@ def _demo_source(cfg: TableConfig, args, tmp: Path):
         # the 60 fps (at 30 fps a die crosses 130 mm a frame and good throws were called
         # far-wall-missed, 2 in 20)
         return SimSource(cfg.camera.sim_scenario, seed=seed, width=960, height=540, fps=60,
-                         throws=args.rolls + 5, idle_s=0.4, rest_s=0.6), \
+                         throws=args.rolls + 5, idle_s=0.4, rest_s=0.6,
+                         spare_dice=cfg.camera.sim_spare_dice), \
             f"simulated table ({cfg.camera.sim_scenario}, seed {seed})"
     from camera.replay import ReplaySource
 

@@ -233,7 +233,7 @@ def open_frame_source(cfg: TableConfig, spec: str | None) -> FrameSource:
             from simulator.source import SimSource
         except ImportError as exc:
             raise SetupError(f"--source sim: the simulated table is not available in this build ({exc})") from None
-        return SimSource(cam.sim_scenario, seed=cam.sim_seed)
+        return SimSource(cam.sim_scenario, seed=cam.sim_seed, spare_dice=cam.sim_spare_dice)
     from camera.sources import open_source
 
     return open_source(cam)

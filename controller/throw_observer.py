@@ -35,7 +35,7 @@ import numpy as np
 from controller.boxperson import CallRegistry, Decision, annotate_evidence
 from controller.irregularity import ObservedThrow, TableObject, Tolerances, observe_throw
 from controller.irregularity_profile import IrregularityProfile, load_profile
-from controller.lifecycle import IN_MOTION, WAITING
+from controller.lifecycle import CLEARING, DECIDED, IN_MOTION, WAITING
 from controller.policy import Policy
 from controller.track import ThrowTracker
 from controller.verdict import Verdict
@@ -59,10 +59,14 @@ class ThrowObserver:
             one place of the frame at rest (``vision.reader.read_die_at``), for a die the
             track saw come to rest that the reader did not find (``None``: such a die's face is
             in dispute).
-        read_spares: ``image -> readings`` (``vision.reader.read_dice``): run on the last idle
-            frame before the throw, when the throw comes to rest; the dice it finds in the dice
-            cup are the spares kept there, 9 NYCRR 5324.52(a)(5), and are not taken for thrown
-            dice (``observe_throw(spares=...)``). ``None``: every die in the cup counts as seen.
+        read_spares: ``image -> readings`` (``vision.reader.read_dice``): run, when the dice come
+            to rest, on the last frame of a still table before the motion (the table waiting
+            for a throw, or the last verdict's dice at rest); the dice it finds in the dice cup
+            are the spares kept there, 9 NYCRR 5324.52(a)(5), and are not taken for thrown dice
+            (``observe_throw(spares=...)``), nor, for the lifecycle, for dice left on the table
+            when the stickperson has cleared it. With no such frame (start-up, a timed-out
+            throw) the dice in the cup at rest are the spares. ``None``: every die in the cup
+            counts as seen.
     """
 
     def __init__(self, profile: IrregularityProfile | None = None, *, calibration=None,
@@ -71,7 +75,8 @@ class ThrowObserver:
                  tolerances: Tolerances = Tolerances(), reread=None, read_spares=None) -> None:
         self.reread = reread
         self.read_spares = read_spares
-        self._idle_at_throw: np.ndarray | None = None
+        self._still: np.ndarray | None = None    # the last frame of a still table
+        self._before: np.ndarray | None = None   # ... before the motion now being followed
         self.profile = profile or load_profile("ny-5324")
         self.calibration = calibration
         self.objects = tuple(objects)
@@ -110,6 +115,10 @@ class ThrowObserver:
     def on_frame(self, t: float, image: np.ndarray, phase: str) -> None:
         """Every frame, with the lifecycle phase *before* this frame's step: keeps the last idle
         frame (the table before the throw) and feeds motion frames to the tracker."""
+        if phase in (WAITING, DECIDED):
+            self._still = image
+        elif phase in (IN_MOTION, CLEARING) and self._before is None:
+            self._before = self._still   # the spares in the cup are read on it at rest
         if phase == WAITING:
             self._idle = image
         elif phase == IN_MOTION and self._tracking and self.tracker is not None:
@@ -118,7 +127,6 @@ class ThrowObserver:
     def throw_started(self, t: float) -> None:
         """The lifecycle's "throw-started" step: a new track from the last idle frame."""
         self._t0 = float(t)
-        self._idle_at_throw = self._idle
         with self._lock:
             self._strikes = [s for s in self._strikes if s >= t - 0.5]
         self._tracking = self.tracker is not None and self._idle is not None
@@ -154,15 +162,18 @@ class ThrowObserver:
         if self.reread is not None and image is not None:
             reread = functools.partial(self.reread, image)
         spares = None
-        if self.read_spares is not None and self._idle_at_throw is not None:
-            spares = list(self.read_spares(self._idle_at_throw))   # the cup's dice before the throw
+        if self.read_spares is not None:
+            # the dice in the cup on the table last seen still, before this motion; with no such
+            # frame (start-up, after a timed-out throw: no throw is being decided) the dice in
+            # the cup now are the spares
+            spares = list(readings) if self._before is None else list(self.read_spares(self._before))
         observed = observe_throw(readings, calibration=self.calibration, profile=self.profile,
                                  objects=self.objects, track=track, wall_strikes=strikes, window=window,
                                  timed_out=timed_out, min_presence=self.min_presence,
                                  tolerances=self.tolerances, reread=reread, track_shared=shared,
                                  spares=spares)
         self._tracking = False
-        self._idle_at_throw = None
+        self._before = None
         return observed
 
     def __call__(self, readings: Sequence[DieReading], frame) -> tuple[list, object]:

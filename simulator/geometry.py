@@ -71,6 +71,17 @@ class SpareDie(_Strict):
 SPARE_SLOT_RADIUS_MM = 16.0
 
 
+def default_spares(n: int) -> tuple[SpareDie, ...]:
+    """``n`` (0..3) spare dice for the dice cup, faces and turns fixed (the demo's table).
+
+    Raises:
+        ValueError: ``n`` outside 0..3.
+    """
+    if not 0 <= int(n) <= 3:
+        raise ValueError(f"spare dice: {n!r}, expected 0..3 (three slots in the cup)")
+    return tuple(SpareDie(face=f, yaw_deg=y) for f, y in ((5, 12.0), (2, 40.0), (6, 71.0))[:int(n)])
+
+
 def _default_stacks() -> tuple[ChipStack, ...]:
     return (
         ChipStack(x=330.0, y=70.0, chips=3, colour=(60, 60, 200)),      # pass line, red $5

@@ -40,7 +40,7 @@ import numpy as np
 
 from camera.base import Frame
 
-from .geometry import CHIP_DIAMETER_MM, CameraConfig, TableGeometry
+from .geometry import CHIP_DIAMETER_MM, CameraConfig, TableGeometry, default_spares
 from .physics import TableSim
 from .render import DicePose, Renderer
 from .scenarios import DEFAULT_TIMEOUT_S, SCENARIOS, irregularities, plan_throw
@@ -68,6 +68,8 @@ class SimSource:
             ``still-moving`` scenario keeps its dice moving past it).
         realtime: sleep so frames come no faster than ``fps`` (for a live service); tests
             leave it off.
+        spare_dice: spare dice resting in the dice cup, 0..3 (:func:`default_spares`, in
+            place of ``geometry``'s), 9 NYCRR 5324.52(a)(5).
 
     A simulated far-wall strike sensor: :meth:`on_wall_strike` registers a callback that is
     given, before the frame in which it happens, the start of every contact of a die with the
@@ -85,7 +87,7 @@ class SimSource:
                  height: int = 720, fps: float = 60.0, throws: int | None = None,
                  geometry: TableGeometry | None = None, camera: CameraConfig | None = None,
                  idle_s: float = 0.5, rest_s: float = 1.0, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 realtime: bool = False) -> None:
+                 realtime: bool = False, spare_dice: int = 0) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
         if throws is not None and throws < 0:
@@ -94,6 +96,8 @@ class SimSource:
             raise ValueError(f"seed must be >= 0, got {seed}")
         self.scenario, self.seed, self.throws = scenario, int(seed), throws
         self.geometry = geometry or TableGeometry()
+        if spare_dice:
+            self.geometry = self.geometry.model_copy(update={"spare_dice": default_spares(spare_dice)})
         base = camera or CameraConfig()
         self.camera_config = base.model_copy(update={"width": int(width), "height": int(height), "fps": float(fps)})
         CameraConfig.model_validate(self.camera_config.model_dump())   # re-check the overrides

@@ -3,6 +3,7 @@ decision flow. Synthetic frames (two red squares on green felt), 2 mm per pixel.
 from __future__ import annotations
 
 import cv2
+import pytest
 import numpy as np
 
 from camera.calibration import Calibration
@@ -150,3 +151,18 @@ def test_observer_reads_the_spare_dice_in_the_cup_on_the_idle_frame():
         v = decide(got.observations, got.facts, policy=obs.policy)
         assert (v.kind, v.reason.value) == expected
     assert len(asked) == 1 and asked[0] is idle
+
+
+def test_observer_with_no_still_frame_before_takes_the_dice_in_the_cup_for_spares():
+    """At start-up (or after a timed-out throw) there is no still frame before the motion: the
+    dice in the cup at rest are the spares, so the lifecycle's scene of an empty table with three
+    spares in the cup is empty (it waits for a throw) rather than three dice to decide."""
+    cx, cy = G.cup_centre
+    obs = ThrowObserver(load_profile("nj-13-47"), calibration=CAL, track=False,
+                        read_spares=lambda image: pytest.fail("no still frame to read"))
+    got = obs.observe([reading(cx - 12, cy, 4), reading(cx + 12, cy, 2)], 1.0)
+    assert got.observations == ()
+    obs.on_frame(0.0, frame([]), WAITING)
+    obs.on_frame(0.1, frame([(600, 200)]), IN_MOTION)
+    with pytest.raises(pytest.fail.Exception):
+        obs.observe([reading(600, 200, 3), reading(cx - 12, cy, 4)], 1.0)
