@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -140,6 +141,35 @@ class ThrowObserver:
         latency, to its rest) is asked with ``strikes_between`` (9 NYCRR 5324.52(k)(2)(ii))."""
         self._strike_log = strikes
 
+    def _cup_box(self, shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:
+        """Pixel box ``(x0, y0, x1, y1)`` of the calibration's dice cup zone plus a die side
+        around it, clipped to a frame of ``shape``; ``None`` without a cup zone."""
+        zones = getattr(self.calibration, "zones", {}) or {}
+        if "dice_cup" not in zones:
+            return None
+        px = np.asarray(self.calibration.to_px(np.asarray(zones["dice_cup"], float)))
+        c = px.mean(axis=0)
+        m = float(self.calibration.die_side_px(tuple(np.asarray(zones["dice_cup"], float).mean(axis=0))))
+        h, w = shape[:2]
+        x0, y0 = (int(max(0, v)) for v in np.floor(px.min(axis=0) - m))
+        x1, y1 = (int(min(lim, v)) for v, lim in zip(np.ceil(px.max(axis=0) + m), (w, h)))
+        return None if x1 - x0 < 8 or y1 - y0 < 8 or not (0 <= c[0] < w and 0 <= c[1] < h) else (x0, y0, x1, y1)
+
+    def _read_cup(self, image: np.ndarray) -> list[DieReading]:
+        """The dice :attr:`read_spares` finds in the dice cup's part of ``image`` (its box and a
+        die side around it: the rest of the frame holds no spare), in frame pixels; none without
+        a cup zone."""
+        box = self._cup_box(image.shape)
+        if box is None:
+            return []
+        x0, y0, x1, y1 = box
+        out = []
+        for r in self.read_spares(np.ascontiguousarray(image[y0:y1, x0:x1])):
+            b = r.bbox
+            out.append(replace(r, bbox=(b[0] + x0, b[1] + y0, b[2] + x0, b[3] + y0),
+                               centre=(r.centre[0] + x0, r.centre[1] + y0)))
+        return out
+
     def wall_strike(self, t: float) -> None:
         """A far-wall strike from the sensor (seconds, the frame clock). Thread-safe."""
         with self._lock:
@@ -166,7 +196,7 @@ class ThrowObserver:
             # the dice in the cup on the table last seen still, before this motion; with no such
             # frame (start-up, after a timed-out throw: no throw is being decided) the dice in
             # the cup now are the spares
-            spares = list(readings) if self._before is None else list(self.read_spares(self._before))
+            spares = list(readings) if self._before is None else self._read_cup(self._before)
         observed = observe_throw(readings, calibration=self.calibration, profile=self.profile,
                                  objects=self.objects, track=track, wall_strikes=strikes, window=window,
                                  timed_out=timed_out, min_presence=self.min_presence,

@@ -138,9 +138,11 @@ def test_observer_reads_the_spare_dice_in_the_cup_on_the_idle_frame():
     idle = frame([(cx, cy)])
     asked = []
 
-    def read_spares(image):
+    def read_spares(image):   # the red square the crop holds, in the crop's pixels
         asked.append(image)
-        return [reading(cx, cy, 4)]
+        ys, xs = np.nonzero(image[..., 2] > 150)
+        return [DieReading(value=4, bbox=(0, 0, 1, 1), centre=(float(xs.mean()), float(ys.mean())),
+                           confidence=0.95, flat=True, side_px=19.05 / S)]
     for spares_reader, expected in ((None, ("boxperson", "die-in-dice-cup")),
                                     (read_spares, ("no-roll", "die-off-table"))):
         obs = ThrowObserver(load_profile("nj-13-47"), calibration=CAL, track=False, read_spares=spares_reader)
@@ -150,7 +152,8 @@ def test_observer_reads_the_spare_dice_in_the_cup_on_the_idle_frame():
         got = obs.observe([reading(600, 200, 3), reading(cx, cy, 4)], 1.0)
         v = decide(got.observations, got.facts, policy=obs.policy)
         assert (v.kind, v.reason.value) == expected
-    assert len(asked) == 1 and asked[0] is idle
+    # only the cup's part of the idle frame is read (the cup and a die side around it)
+    assert len(asked) == 1 and asked[0].shape[0] < idle.shape[0] / 3 and asked[0].shape[1] < idle.shape[1] / 3
 
 
 def test_observer_with_no_still_frame_before_takes_the_dice_in_the_cup_for_spares():
