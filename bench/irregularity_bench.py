@@ -54,7 +54,7 @@ from controller.reasons import Reason  # noqa: E402
 from controller.track import ThrowTracker  # noqa: E402
 from controller.verdict import decide  # noqa: E402
 from simulator.dice import quat_with_face_up  # noqa: E402
-from simulator.geometry import CHIP_DIAMETER_MM, CameraConfig  # noqa: E402
+from simulator.geometry import CHIP_DIAMETER_MM, CameraConfig, TableGeometry, default_spares  # noqa: E402
 from simulator.physics import DieState, TableSim  # noqa: E402
 from simulator.render import DicePose, Renderer  # noqa: E402
 from simulator.scenarios import EXTRA_SCENARIOS, SCENARIOS, plan_throw  # noqa: E402
@@ -80,9 +80,12 @@ class Throw:
     wall_contacts: list[tuple[float, int]] = field(default_factory=list)
 
 
-def simulate(scenario: str, seed: int, sims: dict, fps: float = 60.0, keep_poses: bool = False) -> Throw:
-    """Run one throw, recording each die's centre (and pose, for rendering) every ``1/fps`` s."""
-    plan = plan_throw(scenario, seed)
+def simulate(scenario: str, seed: int, sims: dict, fps: float = 60.0, keep_poses: bool = False,
+             spare_dice: int = 0) -> Throw:
+    """Run one throw, recording each die's centre (and pose, for rendering) every ``1/fps`` s;
+    ``spare_dice`` (0..3) spare dice rest in the dice cup (the ``*-spares`` scenarios set their
+    own)."""
+    plan = plan_throw(scenario, seed, geometry=TableGeometry(spare_dice=default_spares(spare_dice)) if spare_dice else None)
     key = plan.geometry
     sim = sims.get(key)
     if sim is None:
@@ -239,8 +242,9 @@ class Bench:
     """Runs throws and tallies verdicts per scenario."""
 
     def __init__(self, profile: IrregularityProfile, mode: str, fps: float = 60.0,
-                 wall_sensor: bool = False, far_wall_struck: bool = False) -> None:
+                 wall_sensor: bool = False, far_wall_struck: bool = False, spare_dice: int = 0) -> None:
         self.profile, self.mode, self.fps = profile, mode, fps
+        self.spare_dice = spare_dice
         self.wall_sensor = wall_sensor
         #: judge the resting place alone: the far wall counts as struck for the truth and the
         #: controller (a forced scenario's die is placed, never thrown at the far wall, so
@@ -260,7 +264,7 @@ class Bench:
     def observe(self, scenario: str, seed: int) -> dict:
         """Simulate one throw and collect what the camera gives (readings, track)."""
         camera = self.mode == "camera"
-        th = simulate(scenario, seed, self.sims, self.fps, keep_poses=camera)
+        th = simulate(scenario, seed, self.sims, self.fps, keep_poses=camera, spare_dice=self.spare_dice)
         g = th.plan.geometry
         ren = self.renderer(g)
         cal = calibration_for(ren, g)
@@ -356,6 +360,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="judge where the dice rest alone: the far wall counts as struck for the truth and "
                          "the controller (the forced scenarios' die never travels to the far wall, so "
                          "far-wall-missed otherwise decides them all)")
+    ap.add_argument("--spare-dice", type=int, default=0, choices=range(4),
+                    help="spare dice resting in the dice cup in every throw (9 NYCRR 5324.52(a)(5)); "
+                         "the *-spares scenarios set their own")
     ap.add_argument("--first-seed", type=int, default=0,
                     help="seed of the first throw of each scenario (seeds first-seed .. first-seed + N - 1)")
     ap.add_argument("--budget-s", type=float, default=0.0, help="stop after this many seconds (0: no limit)")
@@ -365,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(SHIPPED) if args.profile == "all" else [n.strip() for n in args.profile.split(",") if n.strip()]
     profiles = [load_profile(n) for n in names]
     bench = Bench(profiles[0], args.mode, args.fps, wall_sensor=args.wall_sensor,
-                  far_wall_struck=args.far_wall_struck)
+                  far_wall_struck=args.far_wall_struck, spare_dice=args.spare_dice)
     t_start = time.perf_counter()
     plan = [(s, args.throws) for s in args.scenarios] + [("natural", args.natural)]
     by_profile: list[dict[str, list[dict]]] = [{} for _ in profiles]
@@ -402,6 +409,7 @@ def report(rows: dict[str, list[dict]], profile: IrregularityProfile, args: argp
     for every profile)."""
     print(f"irregularity bench: profile {profile.name}, mode {args.mode}"
           f"{', far-wall sensor' if args.wall_sensor else ''}"
+          f"{f', {args.spare_dice} spare dice in the cup' if args.spare_dice else ''}"
           f"{', far wall counted as struck' if args.far_wall_struck else ''}, seeds from {args.first_seed}, {elapsed:.0f} s"
           + (" (stopped by --budget-s: counts below are what was run)" if stopped else ""))
     print(f"{'scenario':20s} {'throws':>6s} {'right':>6s} {'right %':>8s} {'no-roll':>7s} {'boxp':>5s} "
