@@ -214,12 +214,22 @@ class Settlement(_Strict):
         missing = [k for k in REQUIRED_CITES if k not in self.cite]
         if missing:
             raise ValueError(f"cite: missing citation(s) for {missing}")
+        unknown = [k for k in self.cite if k not in CITE_KEYS]
+        if unknown:
+            # a misspelt key would fall back silently to the broader citation (Profile.cite)
+            raise ValueError(f"cite: unknown key(s) {unknown}; keys: the rules {sorted(_CITE_RULES)}, "
+                             f"a wager name, or pays.<wager>, limits.<wager>, removal_line.<wager>")
         return self
 
 
 #: rule names every profile must cite (used in rejection reasons and settlement records)
 REQUIRED_CITES = ("permitted", "limits", "units", "odds", "removal_line", "removal_fixed",
                   "dont_no_increase", "working", "pays")
+#: every rule the engine cites (``Profile.cite``): the required ones and these
+_CITE_RULES = frozenset(REQUIRED_CITES) | {"decide_only", "hop", "place", "place_on_point", "shooter_change"}
+#: every key a ``[settlement.cite]`` table may give: a rule, a wager name, or a rule of one wager
+#: (``pays.<wager>``, ``limits.<wager>``, ``removal_line.<wager>``)
+CITE_KEYS = _CITE_RULES | set(KINDS) | {f"{rule}.{k}" for rule in ("pays", "limits", "removal_line") for k in KINDS}
 
 
 class Profile:

@@ -73,3 +73,18 @@ def test_a_mini_craps_table_does_not_offer_the_fire_bet(name, rule):
     _bet(t, "p", "place", 600, number=6, working=True)
     assert [(s.kind, s.payout) for s in t.roll((3, 3))] == [("place", 700)]
     assert load_profile(name).s.game == "craps"
+
+
+def test_a_misspelt_citation_key_is_refused_naming_it():
+    """``[settlement.cite]`` keys a citation by rule, wager or ``<rule>.<wager>``
+    (``Profile.cite``); a key the engine never asks for (a typo: ``removal_line.pss``) used to
+    load and fall back silently to the broader ``removal_line`` citation. It is refused, naming
+    the key; every key of the shipped profiles is one the engine asks for."""
+    data = _settlement_table("ny-4620")
+    assert "5324.52(c)(3)(i)" in data["cite"]["removal_line.pass"]
+    data["cite"]["removal_line.pss"] = data["cite"].pop("removal_line.pass")
+    with pytest.raises(ProfileError) as exc:
+        profile_from_dict("ny-4620", data)
+    assert "cite: unknown key" in str(exc.value) and "removal_line.pss" in str(exc.value)
+    for name in ("ny-5324", "nj-13-47", "ny-4620", "rules-002"):
+        assert load_profile(name).cite("pays") != ""
