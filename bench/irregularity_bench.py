@@ -47,6 +47,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from camera.calibration import Calibration  # noqa: E402
+from controller.dice_cup import spares_and_change  # noqa: E402
 from controller.irregularity import TableObject, Tolerances, judge  # noqa: E402
 from controller.irregularity_profile import SHIPPED, IrregularityProfile, load_profile  # noqa: E402
 from controller.policy import Action  # noqa: E402
@@ -281,13 +282,16 @@ class Bench:
             at_rest = render(th, ren, -1)
             readings = read_dice(at_rest, expected_side_px=side)
             reread = functools.partial(read_die_at, at_rest)
-            # the table before the throw: the dice in the cup then are the spares
-            spares = read_dice(ren.render([], frame_index=0), expected_side_px=side)
+            # the table before the throw: the dice in the cup then are the spares (read where
+            # the cup changed, as the table service does)
+            spares, cup_changed = spares_and_change(functools.partial(read_dice, expected_side_px=side), cal,
+                                                    ren.render([], frame_index=0), at_rest, readings)
         else:
             track = th.track
             shared = None
             spares = spare_readings(g, ren, cal)
             readings = truth_readings(th.states, ren, cal) + spares
+            cup_changed = any(st.rests_on == "cup" for st in th.states)
             reread = None
         # each die at rest on the felt: the reading nearest its upper face's centre (value, confidence)
         reads = []
@@ -305,7 +309,7 @@ class Bench:
             else:
                 reads.append((st.value, near.value, float(near.confidence)))
         return {"throw": th, "calibration": cal, "readings": readings, "track": track, "reads": reads,
-                "reread": reread, "shared": shared, "spares": spares}
+                "reread": reread, "shared": shared, "spares": spares, "cup_changed": cup_changed}
 
     def decide(self, seen: dict, profile: IrregularityProfile | None = None) -> dict:
         """Decide an observed throw under ``profile`` (default the bench's) and compare."""
@@ -320,7 +324,7 @@ class Bench:
                                   objects=objects_for(g), track=seen["track"], timed_out=th.moving,
                                   wall_height_mm=g.wall_height, tolerances=tolerances_for(g),
                                   reread=seen.get("reread"), track_shared=seen.get("shared"),
-                                  spares=seen.get("spares"),
+                                  spares=seen.get("spares"), cup_changed=seen.get("cup_changed"),
                                   wall_strikes=[t for t, _ in th.wall_contacts] if self.wall_sensor else None,
                                   window=(0.0, th.times[-1] if th.times else 1e9))
         if self.far_wall_struck:

@@ -541,7 +541,8 @@ def _stacked_under(track, positions, zones, geo: "_Geometry", tol: "Tolerances"
 
 
 def _spares_left_out(now: Sequence[tuple[tuple[float, float], int | None]],
-                     before: Sequence[tuple[tuple[float, float], int | None]], match_mm: float) -> list[int]:
+                     before: Sequence[tuple[tuple[float, float], int | None]], match_mm: float,
+                     landed: bool = False) -> list[int]:
     """Which of the dice in the dice cup at rest are spare dice, not thrown ones (indices into
     ``now``), given the dice seen in the cup before the throw. Each die is ``((x, y) table mm,
     value or None)``, the value given only where it was read surely.
@@ -549,7 +550,10 @@ def _spares_left_out(now: Sequence[tuple[tuple[float, float], int | None]],
     A die at rest within ``match_mm`` of a spare's place, showing its value (or a value not read
     surely at either time), is that spare; one showing another value there covers the spare or
     knocked it aside: a thrown die. A die where no spare lay is a thrown die only as far as the
-    cup holds more dice than before (it may be a spare the reader missed then). So a die that
+    cup holds more dice than before (it may be a spare the reader missed then). Where a die
+    ``landed`` in the cup (its interior changed), at least one die there is a thrown die (the
+    one farthest from every spare's place: the reader may see a die that landed on the spares
+    as one of them). So a die that
     left the table is not made up for by a spare ((k)(1): a no roll in every profile, where a
     die in the cup goes to the boxperson under N.J.A.C. 13:47 and 9 NYCRR 4620); a thrown die
     the reader misses at rest is taken for one that left the table (a no roll, the stricter
@@ -568,6 +572,9 @@ def _spares_left_out(now: Sequence[tuple[tuple[float, float], int | None]],
             placed_anew.append((far, i))
     placed_anew.sort(reverse=True)
     thrown = covered + [i for _, i in placed_anew[:max(0, len(now) - len(before) - len(covered))]]
+    if landed and not thrown and now:
+        far = [min((math.hypot(p[0] - q[0], p[1] - q[1]) for q, _ in before), default=math.inf) for p, _ in now]
+        thrown = [int(np.argmax(far))]
     return [i for i in range(len(now)) if i not in thrown]
 
 
@@ -584,7 +591,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                   tolerances: Tolerances = Tolerances(),
                   reread: Callable[[tuple[float, float], float], DieReading | None] | None = None,
                   track_shared: Sequence[Sequence[bool]] | None = None,
-                  spares: Sequence[DieReading] | None = None) -> ObservedThrow:
+                  spares: Sequence[DieReading] | None = None,
+                  cup_changed: bool | None = None) -> ObservedThrow:
     """Turn the dice seen at rest into verdict observations (see the module docstring).
 
     Args:
@@ -623,6 +631,11 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             a die that left the table is not made up for by a spare in the cup ((k)(1), a no
             roll in every profile, where a die in the cup goes to the boxperson under N.J.A.C.
             13:47 and 9 NYCRR 4620). ``None`` (not known): every die in the cup counts as seen.
+        cup_changed: with ``spares``, whether the cup's interior changed between the frame
+            before the throw and the frame at rest (``controller.dice_cup.cup_changed``):
+            ``True``, a die came to rest in it, so at least one die in the cup is a thrown die
+            even where the reader could not tell it from the spares (landed on them); ``None``
+            or ``False``: the dice in the cup decide alone.
 
     Returns:
         :class:`ObservedThrow`.
@@ -694,7 +707,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                     before.append((p, sure(r)))
         cup_now = [i for i, z in enumerate(zones) if z == "dice_cup"]
         drop = _spares_left_out([(positions[i], sure(dice[i])) for i in cup_now], before,
-                                tol.spare_match * geo.size)
+                                tol.spare_match * geo.size, landed=bool(cup_changed))
         if drop:
             notes.append(f"{len(drop)} of the {len(cup_now)} dice in the dice cup lay there before the throw "
                          f"({len(before)} spare dice seen then): not the dice thrown, (a)(5)")

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
 
 from controller.boxperson import CallRegistry, Decision, annotate_evidence
+from controller.dice_cup import spares_and_change
 from controller.irregularity import ObservedThrow, TableObject, Tolerances, observe_throw
 from controller.irregularity_profile import IrregularityProfile, load_profile
 from controller.lifecycle import CLEARING, DECIDED, IN_MOTION, WAITING
@@ -61,13 +61,14 @@ class ThrowObserver:
             track saw come to rest that the reader did not find (``None``: such a die's face is
             in dispute).
         read_spares: ``image -> readings`` (``vision.reader.read_dice``): run, when the dice come
-            to rest, on the last frame of a still table before the motion (the table waiting
-            for a throw, or the last verdict's dice at rest); the dice it finds in the dice cup
-            are the spares kept there, 9 NYCRR 5324.52(a)(5), and are not taken for thrown dice
-            (``observe_throw(spares=...)``), nor, for the lifecycle, for dice left on the table
-            when the stickperson has cleared it. With no such frame (start-up, a timed-out
-            throw) the dice in the cup at rest are the spares. ``None``: every die in the cup
-            counts as seen.
+            to rest, on the dice cup's part of the last frame of a still table before the motion
+            (the table waiting for a throw, or the last verdict's dice at rest), where the cup's
+            interior changed since (``controller.dice_cup.spares_and_change``); the dice in the
+            cup then are the spares kept there, 9 NYCRR 5324.52(a)(5), not taken for thrown
+            dice (``observe_throw(spares=..., cup_changed=...)``), nor, for the lifecycle, for
+            dice left on the table when the stickperson has cleared it. Where the cup did not
+            change, or with no frame before (start-up, a timed-out throw), the dice in the cup
+            at rest are the spares. ``None``: every die in the cup counts as seen.
     """
 
     def __init__(self, profile: IrregularityProfile | None = None, *, calibration=None,
@@ -141,35 +142,6 @@ class ThrowObserver:
         latency, to its rest) is asked with ``strikes_between`` (9 NYCRR 5324.52(k)(2)(ii))."""
         self._strike_log = strikes
 
-    def _cup_box(self, shape: tuple[int, ...]) -> tuple[int, int, int, int] | None:
-        """Pixel box ``(x0, y0, x1, y1)`` of the calibration's dice cup zone plus a die side
-        around it, clipped to a frame of ``shape``; ``None`` without a cup zone."""
-        zones = getattr(self.calibration, "zones", {}) or {}
-        if "dice_cup" not in zones:
-            return None
-        px = np.asarray(self.calibration.to_px(np.asarray(zones["dice_cup"], float)))
-        c = px.mean(axis=0)
-        m = float(self.calibration.die_side_px(tuple(np.asarray(zones["dice_cup"], float).mean(axis=0))))
-        h, w = shape[:2]
-        x0, y0 = (int(max(0, v)) for v in np.floor(px.min(axis=0) - m))
-        x1, y1 = (int(min(lim, v)) for v, lim in zip(np.ceil(px.max(axis=0) + m), (w, h)))
-        return None if x1 - x0 < 8 or y1 - y0 < 8 or not (0 <= c[0] < w and 0 <= c[1] < h) else (x0, y0, x1, y1)
-
-    def _read_cup(self, image: np.ndarray) -> list[DieReading]:
-        """The dice :attr:`read_spares` finds in the dice cup's part of ``image`` (its box and a
-        die side around it: the rest of the frame holds no spare), in frame pixels; none without
-        a cup zone."""
-        box = self._cup_box(image.shape)
-        if box is None:
-            return []
-        x0, y0, x1, y1 = box
-        out = []
-        for r in self.read_spares(np.ascontiguousarray(image[y0:y1, x0:x1])):
-            b = r.bbox
-            out.append(replace(r, bbox=(b[0] + x0, b[1] + y0, b[2] + x0, b[3] + y0),
-                               centre=(r.centre[0] + x0, r.centre[1] + y0)))
-        return out
-
     def wall_strike(self, t: float) -> None:
         """A far-wall strike from the sensor (seconds, the frame clock). Thread-safe."""
         with self._lock:
@@ -191,17 +163,15 @@ class ThrowObserver:
         reread = None
         if self.reread is not None and image is not None:
             reread = functools.partial(self.reread, image)
-        spares = None
+        spares = changed = None
         if self.read_spares is not None:
-            # the dice in the cup on the table last seen still, before this motion; with no such
-            # frame (start-up, after a timed-out throw: no throw is being decided) the dice in
-            # the cup now are the spares
-            spares = list(readings) if self._before is None else self._read_cup(self._before)
+            # the dice in the cup on the table last seen still, before this motion
+            spares, changed = spares_and_change(self.read_spares, self.calibration, self._before, image, readings)
         observed = observe_throw(readings, calibration=self.calibration, profile=self.profile,
                                  objects=self.objects, track=track, wall_strikes=strikes, window=window,
                                  timed_out=timed_out, min_presence=self.min_presence,
                                  tolerances=self.tolerances, reread=reread, track_shared=shared,
-                                 spares=spares)
+                                 spares=spares, cup_changed=changed)
         self._tracking = False
         self._before = None
         return observed

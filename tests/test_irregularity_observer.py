@@ -156,6 +156,38 @@ def test_observer_reads_the_spare_dice_in_the_cup_on_the_idle_frame():
     assert len(asked) == 1 and asked[0].shape[0] < idle.shape[0] / 3 and asked[0].shape[1] < idle.shape[1] / 3
 
 
+def test_observer_reads_the_cup_before_the_throw_only_where_it_changed():
+    """With the frame at rest: where the cup's interior is as it was before the throw, nothing
+    landed in it, and the dice there are the spares without reading the frame before; where a
+    die landed in it, the frame before is read, and a die in the cup is a thrown die even when
+    the reader sees no more dice there than before (it landed on a spare)."""
+    cx, cy = G.cup_centre
+    asked = []
+
+    def read_spares(image):
+        asked.append(image.shape)
+        return [] if not np.any(image[..., 2] > 150) else [reading_in(image, 4)]
+
+    def reading_in(image, value):
+        ys, xs = np.nonzero(image[..., 2] > 150)
+        return DieReading(value=value, bbox=(0, 0, 1, 1), centre=(float(xs.mean()), float(ys.mean())),
+                          confidence=0.95, flat=True, side_px=19.05 / S)
+
+    def run(at_rest_dice, cup_readings):
+        obs = ThrowObserver(load_profile("nj-13-47"), calibration=CAL, track=False, read_spares=read_spares)
+        obs.on_frame(0.0, frame([(cx, cy)]), WAITING)
+        obs.throw_started(0.02)
+        obs.on_frame(0.1, frame([(600, 200)]), IN_MOTION)
+        got = obs.observe([reading(600, 200, 3)] + cup_readings, 1.0, image=frame([(600, 200)] + at_rest_dice))
+        v = decide(got.observations, got.facts, policy=obs.policy)
+        return v.kind, v.reason.value
+    # the spare where it was: a die off the table, the frame before not read
+    assert run([(cx, cy)], [reading(cx, cy, 4)]) == ("no-roll", "die-off-table") and asked == []
+    # a die landed in the cup beside the spare; the reader at rest saw only one die there
+    assert run([(cx, cy), (cx + 12, cy + 8)], [reading(cx + 6, cy + 4, 4)]) == ("boxperson", "die-in-dice-cup")
+    assert len(asked) == 1
+
+
 def test_observer_with_no_still_frame_before_takes_the_dice_in_the_cup_for_spares():
     """At start-up (or after a timed-out throw) there is no still frame before the motion: the
     dice in the cup at rest are the spares, so the lifecycle's scene of an empty table with three
