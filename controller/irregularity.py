@@ -553,11 +553,10 @@ def _spares_left_out(now: Sequence[tuple[tuple[float, float], int | None]],
     cup holds more dice than before (it may be a spare the reader missed then). Where a die
     ``landed`` in the cup (its interior changed), at least one die there is a thrown die (the
     one farthest from every spare's place: the reader may see a die that landed on the spares
-    as one of them). So a die that
-    left the table is not made up for by a spare ((k)(1): a no roll in every profile, where a
-    die in the cup goes to the boxperson under N.J.A.C. 13:47 and 9 NYCRR 4620); a thrown die
-    the reader misses at rest is taken for one that left the table (a no roll, the stricter
-    verdict)."""
+    as one of them). So a die that left the table is not made up for by a spare ((k)(1): a no
+    roll in every profile, where a die in the cup goes to the boxperson under N.J.A.C. 13:47
+    and 9 NYCRR 4620); a thrown die the reader misses at rest is taken for one that left the
+    table (a no roll, the stricter verdict)."""
     free = list(before)
     covered: list[int] = []
     placed_anew: list[tuple[float, int]] = []
@@ -624,10 +623,12 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             decision does not place a die at a sensor pulse by it (a die bouncing off the other
             at the wall is not taken for one that struck it), and the tracks may have swapped
             dice there (``far_wall.ambiguous_times``); ``None``: every point counts.
-        spares: the reader's dice of the table before the throw (the last idle frame); those in
-            the dice cup are the spare dice the stickperson keeps there, 9 NYCRR 5324.52(a)(5),
-            (f)(3). A die in the cup at rest is a thrown die only as far as the cup holds more
-            dice than before the throw and it lies where no spare lay (:func:`_spares_left_out`):
+        spares: the reader's dice in the cup before the throw (``controller.dice_cup.
+            spares_and_change``: read on the still frame before it, or, where the cup did not
+            change, the dice in it at rest); those in the dice cup are the spare dice the
+            stickperson keeps there, 9 NYCRR 5324.52(a)(5), (f)(3). A die in the cup at rest is
+            a thrown die only where a spare's place shows another face, or as far as the cup
+            holds more dice than before and it lies where no spare lay (:func:`_spares_left_out`):
             a die that left the table is not made up for by a spare in the cup ((k)(1), a no
             roll in every profile, where a die in the cup goes to the boxperson under N.J.A.C.
             13:47 and 9 NYCRR 4620). ``None`` (not known): every die in the cup counts as seen.
