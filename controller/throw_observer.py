@@ -27,6 +27,7 @@ keeps state.
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from typing import Sequence
 
@@ -41,6 +42,8 @@ from controller.policy import Policy
 from controller.track import ThrowTracker
 from controller.verdict import Verdict
 from vision.types import DieReading
+
+log = logging.getLogger(__name__)
 
 
 class ThrowObserver:
@@ -166,7 +169,12 @@ class ThrowObserver:
         spares = changed = None
         if self.read_spares is not None:
             # the dice in the cup on the table last seen still, before this motion
-            spares, changed = spares_and_change(self.read_spares, self.calibration, self._before, image, readings)
+            try:
+                spares, changed = spares_and_change(self.read_spares, self.calibration, self._before, image,
+                                                    readings)
+            except Exception:  # noqa: BLE001 - a reader failure must not lose the throw: every die counts
+                log.exception("reading the dice cup before the throw failed; every die in the cup counts as seen")
+                spares = changed = None
         observed = observe_throw(readings, calibration=self.calibration, profile=self.profile,
                                  objects=self.objects, track=track, wall_strikes=strikes, window=window,
                                  timed_out=timed_out, min_presence=self.min_presence,

@@ -201,3 +201,20 @@ def test_observer_with_no_still_frame_before_takes_the_dice_in_the_cup_for_spare
     obs.on_frame(0.1, frame([(600, 200)]), IN_MOTION)
     with pytest.raises(pytest.fail.Exception):
         obs.observe([reading(600, 200, 3), reading(cx - 12, cy, 4)], 1.0)
+
+
+def test_a_failing_cup_reader_does_not_lose_the_throw(caplog):
+    """The reader failing on the frame before the throw: the throw is still observed, every die
+    in the cup counting as seen (as without ``read_spares``), and the failure is logged."""
+    cx, cy = G.cup_centre
+
+    def broken(image):
+        raise RuntimeError("reader weights missing")
+    obs = ThrowObserver(load_profile("nj-13-47"), calibration=CAL, track=False, read_spares=broken)
+    obs.on_frame(0.0, frame([(cx, cy)]), WAITING)
+    obs.on_frame(0.1, frame([(600, 200)]), IN_MOTION)
+    got = obs.observe([reading(600, 200, 3), reading(cx, cy, 4)], 1.0,
+                      image=frame([(600, 200), (cx, cy), (cx + 14, cy + 10)]))
+    v = decide(got.observations, got.facts, policy=obs.policy)
+    assert (v.kind, v.reason.value) == ("boxperson", "die-in-dice-cup")
+    assert "reading the dice cup before the throw failed" in caplog.text
