@@ -641,6 +641,12 @@ class TableService:
             observations = list(observations)
         else:
             observations, facts = self._observe(readings), ThrowFacts()
+        if self.lifecycle.reading_from == CLEARING and observations and \
+                all(o.zone == "dice_cup" for o in observations):
+            # after a verdict, the table cleared and the dice put in the cup (the stickperson
+            # returns dice there, 9 NYCRR 5324.52(a)(5), (f)(3)): a cleared table, not a throw
+            # of dice at rest in the cup
+            observations = []
         scene = tuple(SceneDie(o.reading.value, float(o.reading.centre[0]), float(o.reading.centre[1]))
                       for o in observations)
         outcome = self.lifecycle.on_read(scene)

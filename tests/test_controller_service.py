@@ -758,3 +758,37 @@ def test_no_roll_command_over_the_socket_reaches_the_service(tmp_path, capsys):
     bad = handle_request(CallRegistry(60.0), b'{"cmd": "no-roll", "reason": "die-on-die", "who": "sam"}',
                          lambda e, **d: posted.append(e))
     assert not bad["ok"] and "reason must be one of" in bad["error"] and len(posted) == 1
+
+
+def test_dice_put_back_in_the_cup_after_a_verdict_clear_the_table(tmp_path):
+    """After a verdict the stickperson collects the dice and puts them in the dice cup (9 NYCRR
+    5324.52(a)(5), (f)(3)): the table at rest shows dice only in the cup. That is a cleared
+    table, not a new throw whose dice rest in the cup (before: a "die-in-dice-cup" verdict);
+    the next throw is decided as usual."""
+    from controller.verdict import DieObservation, ThrowFacts
+
+    def observe(readings, frame):   # x > 240: the dice cup
+        return [DieObservation(r, zone="dice_cup" if r.centre[0] > 240 else "playing") for r in readings], ThrowFacts()
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    service.observe = observe
+    bodies, t = run_throws(service, [[(3, 100, 100), (4, 200, 120)]])
+    i = 1000
+    for x in range(6):   # the dice pushed to the cup, then still there
+        for f in [Frame(scene_image([(3, 100 + 30 * x, 100), (4, 200 + 8 * x, 120)]), t + k / 30, i + k) for k in range(2)]:
+            assert service.process(f) is None
+        t, i = t + 2 / 30, i + 2
+    for k in range(14):
+        assert service.process(Frame(scene_image([(3, 250, 100), (4, 250, 140)]), t + k / 30, i + k)) is None
+    t, i = t + 14 / 30, i + 14
+    cup = [(3, 250, 100), (4, 250, 140)]
+    frames, _, _ = throw_frames([(6, 100, 100), (5, 200, 120)], t, start_index=i)
+    more = [b for f in frames if (b := service.process(Frame(scene_image(cup + [d for d in _dice_of(f)]), f.t, f.index)))]
+    assert [sorted(b["dice"]) for b in bodies + more] == [[3, 4], [5, 6]]
+    assert [b["verdict"] for b in pub.rolls()] == ["roll", "roll"]
+    service.close()
+
+
+def _dice_of(frame):
+    """The dice drawn in a ``scene_image`` frame, as ``(value, x, y)`` (read back by the fake reader)."""
+    return [(r.value, int(round(r.centre[0])), int(round(r.centre[1]))) for r in fake_reader(frame.image)]
