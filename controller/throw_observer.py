@@ -118,8 +118,11 @@ class ThrowObserver:
         return self.profile.policy
 
     def on_frame(self, t: float, image: np.ndarray, phase: str) -> None:
-        """Every frame, with the lifecycle phase *before* this frame's step: keeps the last idle
-        frame (the table before the throw) and feeds motion frames to the tracker."""
+        """Every frame, with the lifecycle phase after this frame's step (the service calls it
+        after ``RollLifecycle.on_frame``): keeps the last frame of a still table (waiting, or a
+        verdict's dice at rest) and, at the first frame of a motion, holds it as the table before
+        it (its dice cup is compared and read at rest); keeps the last idle frame (the tracker's
+        background) and feeds a throw's motion frames to the tracker."""
         if phase in (WAITING, DECIDED):
             self._still = image
         elif phase in (IN_MOTION, CLEARING) and self._before is None:
