@@ -104,7 +104,7 @@ def test_journal_sequence_rises_across_reopen_and_prune(tmp_path: Path):
     assert (seq, wire) == (4, b"m4")
     assert j.read_from(1, 10) == [(3, b"m3"), (4, b"m4")]
     # a failing build writes nothing
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^boom$"):      # the build's own error, passed on
         j.append("roll", lambda seq, jid: (_ for _ in ()).throw(RuntimeError("boom")))
     assert j.last_seq == 4 and j.read_from(5, 10) == []
     j.close()

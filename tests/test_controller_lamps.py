@@ -29,8 +29,22 @@ def lit(factory):
 
 
 def test_driver_is_a_lamp_driver(rig):
-    _, driver, _ = rig
-    assert isinstance(driver, LampDriver) and isinstance(NullLampDriver(), LampDriver)
+    """Both drivers are LampDrivers (a runtime-checkable Protocol: isinstance only sees that
+    set_lamp and close exist), and do what the protocol says: set_lamp lights the named lamp
+    alone, close turns every lamp off."""
+    factory, driver, _ = rig
+    null = NullLampDriver()
+    assert isinstance(driver, LampDriver) and isinstance(null, LampDriver)
+    for d in (driver, null):
+        d.set_lamp("point-6", "on")
+        d.set_lamp("puck-on", "on")
+        d.set_lamp("puck-on", "off")
+    assert lit(factory) == {"point-6"}
+    assert null.modes["point-6"] == "on" and null.modes["puck-on"] == "off"
+    driver.close()
+    null.close()
+    assert lit(factory) == set()
+    assert null.modes == {"point-6": "off", "puck-on": "off"}
 
 
 def test_point_lamp_follows_the_puck(rig):

@@ -132,19 +132,22 @@ def test_throws_become_rolls_and_game_state(tmp_path):
     service.close()
 
 
-@pytest.mark.parametrize("dice, verdict, reason", [
-    ([(3, 100, 100)], "no-roll", "die-off-table"),
-    ([(3, 100, 100), (4, 200, 120), (6, 250, 60)], "boxperson", "extra-dice"),
-    ([(3, 100, 100), (0, 200, 120)], "boxperson", "face-unreadable"),
+@pytest.mark.parametrize("dice, verdict, reason, paragraph", [
+    # (k)(1) "whenever either die leaves ... the table"
+    ([(3, 100, 100)], "no-roll", "die-off-table", "9 NYCRR 5324.52(k)(1)"),
+    # (k)(2)(v)-(vi): more than the two selected dice (docs/messages.md adds (g), (a)(5))
+    ([(3, 100, 100), (4, 200, 120), (6, 250, 60)], "boxperson", "extra-dice", "9 NYCRR 5324.52(k)(2)(v)-(vi)"),
+    # (h)(1)(ii): which face is uppermost is in dispute
+    ([(3, 100, 100), (0, 200, 120)], "boxperson", "face-unreadable", "9 NYCRR 5324.52(h)(1)(ii)"),
 ])
-def test_irregular_throws_publish_reason(tmp_path, dice, verdict, reason):
+def test_irregular_throws_publish_reason(tmp_path, dice, verdict, reason, paragraph):
     pub = ListPublisher()
     service = make_service(tmp_path, pub)
     bodies, _ = run_throws(service, [dice])
     assert len(bodies) == 1
     b = bodies[0]
     assert (b["verdict"], b["reason"], b["dice"], b["total"]) == (verdict, reason, None, None)
-    assert b["citation"].startswith("9 NYCRR 5324.52(")
+    assert b["citation"] == paragraph or b["citation"].startswith(paragraph + ", "), b["citation"]
     assert b["game"]["outcome"] is None and b["game"]["shooter_roll"] == 0
     lamps = service.lamps.shown
     assert lamps["no-roll" if verdict == "no-roll" else "call-boxperson"] == "flash"

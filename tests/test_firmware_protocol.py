@@ -172,23 +172,25 @@ def test_overlong_run_is_discarded_once_and_next_frame_survives():
 
 
 @pytest.mark.parametrize(
-    "build",
+    "build,names",
     [
-        lambda: LampSetting(12, LampMode.ON),
-        lambda: LampSetting(LampId.FAULT, 3),
-        lambda: LampSetting(LampId.FAULT, LampMode.ON, 256),
-        lambda: SetLamps(()),
-        lambda: SetLamps(tuple(LampSetting(LampId.FAULT, LampMode.ON) for _ in range(17))),
-        lambda: Shaker(ShakerAction.SHAKE, 0),
-        lambda: Shaker(ShakerAction.STOP, 100),
-        lambda: ErrorReport(ErrorCode.BROWN_OUT, 0, "é"),
-        lambda: ErrorReport(ErrorCode.BROWN_OUT, 0, "x" * 65),
-        lambda: Hello(-1),
-        lambda: encode_frame(Ack(1, 2), 70000),
+        (lambda: LampSetting(12, LampMode.ON), r"lamp id 12"),
+        (lambda: LampSetting(LampId.FAULT, 3), r"lamp mode 3"),
+        (lambda: LampSetting(LampId.FAULT, LampMode.ON, 256), r"brightness .*0\.\.255, got 256"),
+        (lambda: SetLamps(()), r"SET_LAMPS .*1\.\.16 lamps, got 0"),
+        (lambda: SetLamps(tuple(LampSetting(LampId.FAULT, LampMode.ON) for _ in range(17))),
+         r"SET_LAMPS .*1\.\.16 lamps, got 17"),
+        (lambda: Shaker(ShakerAction.SHAKE, 0), r"duration_ms must be 1\.\.10000, got 0"),
+        (lambda: Shaker(ShakerAction.STOP, 100), r"STOP must have duration_ms 0"),
+        (lambda: ErrorReport(ErrorCode.BROWN_OUT, 0, "é"), r"text must be printable ASCII"),
+        (lambda: ErrorReport(ErrorCode.BROWN_OUT, 0, "x" * 65), r"text .*at most 64 characters"),
+        (lambda: Hello(-1), r"session_id .*got -1"),
+        (lambda: encode_frame(Ack(1, 2), 70000), r"seq .*0\.\.65535, got 70000"),
     ],
 )
-def test_bad_values_raise_protocol_error_naming_the_field(build):
-    with pytest.raises(ProtocolError):
+def test_bad_values_raise_protocol_error_naming_the_field(build, names):
+    """Each message names the field (docs/firmware-protocol.md's name) and its allowed range."""
+    with pytest.raises(ProtocolError, match=names):
         build()
 
 

@@ -58,10 +58,14 @@ def test_verdict_per_scenario_matches_ground_truth(bench, scenario, seed):
 
 
 def test_off_table_is_void_in_every_profile(bench):
+    """9 NYCRR 5324.52(k)(1): a die that left the table makes the roll invalid, whatever else
+    (a missed far wall under ny-5324) the throw did; no profile may read it."""
     seen = bench.observe("off-table", 0)
+    assert sorted(s.rests_on for s in seen["throw"].states) == ["felt", "off-table"]
     for name in PROFILES:
         row = bench.decide(seen, load_profile(name))
-        assert row["got"][0] == "no-roll" and row["expected"][0] == "no-roll", (name, row)
+        want = ("no-roll", Reason.DIE_OFF_TABLE, None)
+        assert row["got"] == want and row["expected"] == want, (name, row)
 
 
 @pytest.mark.parametrize("scenario, seed, profile, want", [

@@ -159,9 +159,10 @@ def test_time_going_backwards_and_bad_config_are_refused():
                              "bus-down": "bus has not reported up yet"}
     with pytest.raises(ValueError, match="backwards"):
         h.frame(3.9, b"x")
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=r"frame_timeout_s\n.*less than or equal to 1"):
         HealthConfig(frame_timeout_s=3.0)  # would break the 1 s promise
-    with pytest.raises(ValidationError):
+    assert HealthConfig(frame_timeout_s=1.0).frame_timeout_s == 1.0   # the promise itself is allowed
+    with pytest.raises(ValidationError, match=r"frame_timout_s\n.*Extra inputs are not permitted"):
         HealthConfig(frame_timout_s=0.2)  # misspelt key
 
 

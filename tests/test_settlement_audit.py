@@ -67,8 +67,14 @@ def test_decide_only_rolls_refused_when_no_come_or_dont_come_wager_remains(name)
     out = t.roll((3, 4))                 # seven-out: pass and come on 6 lose
     assert sorted((s.kind, s.result) for s in out) == [("come", "lose"), ("pass", "lose")]
     assert t.wagers == ()
-    with pytest.raises(Rejected):
+    with pytest.raises(Rejected, match="no come or don't come wager on a number remains") as exc:
         t.decide_only(True)
+    # the paragraph broken: (i)(2), or N.J.A.C. 13:69F-1.11(b) under the New Jersey profile
+    assert exc.value.rule == {"ny-5324": "9 NYCRR 5324.52(i)(2)", "nj-13-47": "N.J.A.C. 13:69F-1.11(b)"}[name]
+    assert t.state.decide_only is False
+    _bet(t, "q", "pass", 500)            # the game proceeds: a come-out 6 is the point
+    t.roll((4, 2))
+    assert t.state.point == 6
 
 
 @pytest.mark.parametrize("name", ["ny-5324", "nj-13-47"])
@@ -115,5 +121,11 @@ def test_ny4620_shooter_keeps_the_dice_until_a_decision():
     t = _table("ny-4620")
     _bet(t, "p", "pass", 500)
     t.roll((3, 3))                       # point 6: no decision yet
-    with pytest.raises(Rejected):
+    shooter = t.state.shooter
+    with pytest.raises(Rejected, match="on completion of a decision, not while the point 6 is pending") as exc:
         t.shooter_change("voluntary")
+    assert exc.value.rule == "9 NYCRR 4620.3(c)(5)"
+    assert (t.state.shooter, t.state.point) == (shooter, 6)    # the shooter keeps the dice
+    t.roll((4, 2))                       # the point made: a decision
+    t.shooter_change("voluntary")        # now the dice may pass
+    assert t.state.shooter == shooter + 1

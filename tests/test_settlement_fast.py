@@ -39,6 +39,16 @@ def test_fast_settle_updates_the_book():
     n0 = len(book.row)
     wid, pl, code, stake, payout, vig, returned = book.settle(6, (3, 4))      # seven-out
     assert len(wid) == n0 and len(book.row) == 0          # a loser 7 decides every one of these wagers
-    book.add(mixed_wagers(prof, 50, point=6, seed=2))
-    book.settle(6, (2, 4))                                  # point made: come bets in the box travel
-    assert all(w.number is not None for w in book.wagers() if w.kind in ("come", "dont_come"))
+    more = mixed_wagers(prof, 50, point=6, seed=2)
+    book.add(more)
+    wid, pl, code, stake, payout, vig, returned = book.settle(6, (2, 4))   # point 6 made with a 6
+    # come / don't come bets in the box travel to the 6 rolled; those already on 6 are decided
+    # (come wins, don't come loses); those on other numbers stay where they are
+    come = [w for w in more if w.kind in ("come", "dont_come")]
+    assert any(w.number is None for w in come) and any(w.number == 6 for w in come)    # both cases occur
+    assert sorted((w.wid, w.kind, w.number) for w in book.wagers() if w.kind in ("come", "dont_come")) == sorted(
+        (w.wid, w.kind, 6 if w.number is None else w.number) for w in come if w.number != 6)
+    decided = {int(i): (RESULT_NAMES[int(c)], int(p)) for i, c, p in zip(wid, code, payout)}
+    for w in come:
+        if w.number == 6:
+            assert decided[w.wid] == (("win", w.amount) if w.kind == "come" else ("lose", 0))

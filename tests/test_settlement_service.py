@@ -68,8 +68,12 @@ def test_service_settles_line_bets_and_acks(tmp_path: Path):
         stop.set()
         bal = dict(sqlite3.connect(ledger).execute("SELECT player, cents FROM balances"))
         assert bal == {"p1": 4000, "p2": -3000}
-        assert [x for x in lines2 if x.startswith("settle")] == [
-            x for x in lines2 if "seq=5" in x and x.startswith("settle")]
+        # only the new roll is settled (seq 5, 5-6: a natural 11): p1's pass wins even money,
+        # p2's don't pass loses; nothing of seq 1..4 again
+        settled2 = [x for x in lines2 if x.startswith("settle")]
+        assert len(settled2) == 2 and all(x.startswith("settle seq=5 dice=5-6 ") for x in settled2), lines2
+        assert any("p1 pass stake $10.00 wins $10.00" in x for x in settled2), lines2
+        assert any("p2 dont_pass stake $10.00 loses" in x for x in settled2), lines2
     finally:
         pub.close()
 
