@@ -77,7 +77,7 @@ class Reason(str, Enum):
     )
     EXTRA_DICE = (
         "extra-dice",
-        "9 NYCRR 5324.52(k)(2)(v)-(vi), (g)",
+        "9 NYCRR 5324.52(k)(2)(v)-(vi), (g), (a)(5)",
         "more than the two selected dice are at rest on the table",
     )
     NOT_AT_REST = (
