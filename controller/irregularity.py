@@ -650,6 +650,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     # --- where each die is: felt-plane position and zone ---------------------------------------
     positions: list[tuple[float, float] | None] = []
     zones: list[str] = []
+    placed_notes: list[list[str]] = []   # the notes placing each die made
     def place(r: DieReading) -> tuple[tuple[float, float], str]:
         """Felt position (mm) and zone of a die read at ``r.centre`` (notes what it finds)."""
         p_obs = geo.cal.to_mm([[float(r.centre[0]), float(r.centre[1])]])[0]
@@ -689,9 +690,11 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             positions.append(None)
             zones.append(ZONE_PLAYING)
             continue
+        n_notes = len(notes)
         p, zone = place(r)
         positions.append(p)
         zones.append(zone)
+        placed_notes.append(notes[n_notes:])
     size = geo.size if geo is not None else None
     if spares is not None and geo is not None:
         # --- the spare dice in the dice cup are not the dice thrown, (a)(5) ------------------
@@ -712,7 +715,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         if drop:
             notes.append(f"{len(drop)} of the {len(cup_now)} dice in the dice cup lay there before the throw "
                          f"({len(before)} spare dice seen then): not the dice thrown, (a)(5)")
-            keep = [k for k in range(len(dice)) if k not in {cup_now[j] for j in drop}]
+            gone = {cup_now[j] for j in drop}
+            keep = [k for k in range(len(dice)) if k not in gone]
+            # so far the notes are the placing's: a spare's place is no finding
+            notes[:] = [n for k, made in enumerate(placed_notes) if k not in gone for n in made]
             dice = [dice[k] for k in keep]
             positions = [positions[k] for k in keep]
             zones = [zones[k] for k in keep]

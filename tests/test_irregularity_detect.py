@@ -1067,6 +1067,9 @@ def test_a_spare_in_the_cup_does_not_stand_in_for_a_die_that_left_the_table():
         assert verdict(at_rest, profile, spares=spares) == ("no-roll", "die-off-table", None), profile
     assert verdict(at_rest, "nj-13-47") == ("boxperson", "die-in-dice-cup", None)
     assert verdict([die(600, 200, 3), die(700, 300, 5)] + spares, spares=spares) == ("roll", None, (3, 5))
+    _, obs = judge(at_rest, calibration=CAL, profile=load_profile("nj-13-47"), spares=spares)
+    assert [n for n in obs.notes if "dice_cup" in n] == []   # the spares' places are no findings
+    assert any("2 of the 2 dice in the dice cup lay there before the throw" in n for n in obs.notes)
 
 
 def test_a_die_thrown_into_the_cup_beside_the_spares_is_in_the_cup():
