@@ -713,12 +713,12 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         drop = _spares_left_out([(positions[i], sure(dice[i])) for i in cup_now], before,
                                 tol.spare_match * geo.size, landed=bool(cup_changed))
         if drop:
-            notes.append(f"{len(drop)} of the {len(cup_now)} dice in the dice cup lay there before the throw "
-                         f"({len(before)} spare dice seen then): not the dice thrown, (a)(5)")
             gone = {cup_now[j] for j in drop}
             keep = [k for k in range(len(dice)) if k not in gone]
             # so far the notes are the placing's: a spare's place is no finding
             notes[:] = [n for k, made in enumerate(placed_notes) if k not in gone for n in made]
+            notes.append(f"{len(drop)} of the {len(cup_now)} dice in the dice cup lay there before the throw "
+                         f"({len(before)} spare dice seen then): not the dice thrown, (a)(5)")
             dice = [dice[k] for k in keep]
             positions = [positions[k] for k in keep]
             zones = [zones[k] for k in keep]
