@@ -20,8 +20,6 @@ rest (``ThrowObserver`` keeps them; ``bench/irregularity_bench.py`` renders them
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-
 import cv2
 import numpy as np
 
@@ -98,12 +96,7 @@ def read_cup(read: Callable[[np.ndarray], Sequence[DieReading]], image: np.ndarr
     if box is None:
         return []
     x0, y0, x1, y1 = box
-    out = []
-    for r in read(np.ascontiguousarray(image[y0:y1, x0:x1])):
-        b = r.bbox
-        out.append(replace(r, bbox=(b[0] + x0, b[1] + y0, b[2] + x0, b[3] + y0),
-                           centre=(r.centre[0] + x0, r.centre[1] + y0)))
-    return out
+    return [r.moved(x0, y0) for r in read(np.ascontiguousarray(image[y0:y1, x0:x1]))]
 
 
 def spares_and_change(read: Callable[[np.ndarray], Sequence[DieReading]], calibration,

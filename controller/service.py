@@ -23,7 +23,7 @@ import logging
 import queue
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Iterable, Protocol, Sequence
 
@@ -670,12 +670,7 @@ class TableService:
         x0, y0, x1, y1 = max(0, x0), max(0, y0), min(w, x1), min(h, y1)
         if x1 - x0 < 16 or y1 - y0 < 16:
             return list(self.reader(image))
-        out = []
-        for r in self.reader(image[y0:y1, x0:x1]):
-            b = r.bbox
-            out.append(replace(r, bbox=(b[0] + x0, b[1] + y0, b[2] + x0, b[3] + y0),
-                               centre=(r.centre[0] + x0, r.centre[1] + y0)))
-        return out
+        return [r.moved(x0, y0) for r in self.reader(image[y0:y1, x0:x1])]
 
     def _observe(self, readings: Iterable[DieReading]) -> list[DieObservation]:
         """Readings -> observations: drop non-dice (no value, confidence < min_presence), place

@@ -5,7 +5,7 @@ conversion to JSON, so that the controller and tests can build them freely.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +35,13 @@ class DieReading:
     side_px: float = 0.0
     angle_deg: float = 0.0
     extra: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def moved(self, dx: int, dy: int) -> "DieReading":
+        """The same reading with its ``bbox`` and ``centre`` moved by ``(dx, dy)`` pixels: a
+        reading of a crop whose pixel (0, 0) is frame pixel ``(dx, dy)``, in frame pixels."""
+        b = self.bbox
+        return replace(self, bbox=(b[0] + dx, b[1] + dy, b[2] + dx, b[3] + dy),
+                       centre=(self.centre[0] + dx, self.centre[1] + dy))
 
     def to_json(self) -> dict:
         """Return the reading as the JSON object of ``craps-table read --json``."""
