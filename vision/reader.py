@@ -250,15 +250,13 @@ def read_classical_near(img: np.ndarray, centre: tuple[float, float], window_px:
     x1, y1 = min(w, int(np.ceil(centre[0] + half))), min(h, int(np.ceil(centre[1] + half)))
     if x1 - x0 < 16 or y1 - y0 < 16:
         return None
-    reads = read_dice_classical(np.ascontiguousarray(img[y0:y1, x0:x1]), expected_side_px=expected_side_px)
-    dist = [float(np.hypot(r.centre[0] + x0 - centre[0], r.centre[1] + y0 - centre[1])) for r in reads]
+    reads = [r.moved(x0, y0) for r in
+             read_dice_classical(np.ascontiguousarray(img[y0:y1, x0:x1]), expected_side_px=expected_side_px)]
+    dist = [float(np.hypot(r.centre[0] - centre[0], r.centre[1] - centre[1])) for r in reads]
     near = [(d, r) for d, r in zip(dist, reads) if d < max_dist_px]
     if not near:
         return None
-    r = min(near, key=lambda dr: dr[0])[1]
-    return DieReading(value=r.value, bbox=(r.bbox[0] + x0, r.bbox[1] + y0, r.bbox[2] + x0, r.bbox[3] + y0),
-                      centre=(r.centre[0] + x0, r.centre[1] + y0), confidence=r.confidence, flat=r.flat,
-                      side_px=r.side_px, angle_deg=r.angle_deg, extra=dict(r.extra))
+    return min(near, key=lambda dr: dr[0])[1]
 
 
 def read_dice_classical(image: np.ndarray, *, expected_side_px: float | None = None) -> list[DieReading]:
