@@ -199,38 +199,33 @@ def objects_for(geometry) -> list[TableObject]:
     return [TableObject(s.x, s.y, CHIP_DIAMETER_MM / 2, s.height) for s in geometry.stacks]
 
 
+def _ideal_reading(pose: DicePose, value: int, flat: bool, renderer: Renderer, cal: Calibration) -> DieReading | None:
+    """What an ideal reader gives for a die at ``pose``: its value, flatness, the pixel centre of
+    its upper face and the side the calibration expects there (larger the higher it lies);
+    ``None`` for a die out of the frame."""
+    cx, cy = renderer.die_centre_px(pose)
+    if not (0 <= cx < renderer.c.width and 0 <= cy < renderer.c.height):
+        return None
+    D = renderer.c.height_mm
+    top = float(pose.pos_mm[2]) + 19.05 / 2
+    exp = cal.die_side_px(cal.to_mm([[cx, cy]])[0]) * (D - 19.05) / max(1.0, D - top)
+    return DieReading(value=int(value), bbox=renderer.die_bbox_px(pose), centre=(cx, cy), confidence=1.0,
+                      flat=bool(flat), side_px=float(exp))
+
+
 def truth_readings(states: list[DieState], renderer: Renderer, cal: Calibration) -> list[DieReading]:
     """An ideal reader: each die in view with its face most nearly up, flatness and pixel centre."""
-    out = []
-    D = renderer.c.height_mm
-    for s in states:
-        if s.pos_mm[2] < -19.05:  # below the felt (on the floor): hidden by the table
-            continue
-        pose = DicePose(s.pos_mm, s.quat)
-        cx, cy = renderer.die_centre_px(pose)
-        if not (0 <= cx < renderer.c.width and 0 <= cy < renderer.c.height):
-            continue
-        x0, y0, x1, y1 = renderer.die_bbox_px(pose)
-        top = float(s.pos_mm[2]) + 19.05 / 2
-        exp = cal.die_side_px(cal.to_mm([[cx, cy]])[0]) * (D - 19.05) / max(1.0, D - top)
-        out.append(DieReading(value=int(s.value), bbox=(x0, y0, x1, y1), centre=(cx, cy), confidence=1.0,
-                              flat=bool(s.flat), side_px=float(exp)))
-    return out
+    out = [_ideal_reading(DicePose(s.pos_mm, s.quat), s.value, s.flat, renderer, cal)
+           for s in states if s.pos_mm[2] >= -19.05]   # below the felt (on the floor): hidden by the table
+    return [r for r in out if r is not None]
 
 
 def spare_readings(geometry, renderer: Renderer, cal: Calibration) -> list[DieReading]:
     """An ideal reader's dice of the spare dice resting in the dice cup (9 NYCRR 5324.52(a)(5)):
     seen before the throw and at rest alike."""
-    out = []
-    D = renderer.c.height_mm
-    for pos, face, yaw in geometry.spare_dice_poses():
-        pose = DicePose(np.asarray(pos, float), quat_with_face_up(face, yaw))
-        cx, cy = renderer.die_centre_px(pose)
-        top = float(pos[2]) + 19.05 / 2
-        exp = cal.die_side_px(cal.to_mm([[cx, cy]])[0]) * (D - 19.05) / max(1.0, D - top)
-        out.append(DieReading(value=int(face), bbox=renderer.die_bbox_px(pose), centre=(cx, cy), confidence=1.0,
-                              flat=True, side_px=float(exp)))
-    return out
+    out = [_ideal_reading(DicePose(np.asarray(pos, float), quat_with_face_up(face, yaw)), face, True, renderer, cal)
+           for pos, face, yaw in geometry.spare_dice_poses()]
+    return [r for r in out if r is not None]
 
 
 def render(throw: Throw, renderer: Renderer, index: int) -> np.ndarray:
