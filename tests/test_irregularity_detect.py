@@ -137,9 +137,10 @@ def test_die_read_flat_off_the_wall_needs_to_be_surer_of_it():
     """A die leaning 45 degrees on the rail's wall shows two faces spanning 1.41 sides out from
     it; read "flat", its centre lies 0.7-1.0 side out. A flat die touching the wall has its
     centre within half a diagonal (0.71 side) of it. So a die read flat 16 mm (0.84 side) out
-    needs P(flat) 0.7 (``sure_flat_off_wall``; 0.85 before the tilt classifier was retrained on
-    the reader's windows), one 12 mm out (touching, if flat) 0.6 as before: below, which face is
-    uppermost is in dispute, 9 NYCRR 5324.52(h)(1)(ii)."""
+    needs P(flat) 0.85 (``sure_flat_off_wall``; 0.7 from the sixteenth to the twenty-third
+    session, when dice leaning ~40 degrees on the rail's wall read 0.75-0.79 were published), one
+    12 mm out (touching, if flat) 0.6 as before: below, which face is uppermost is in dispute,
+    9 NYCRR 5324.52(h)(1)(ii)."""
     from dataclasses import replace
 
     def p_flat(r, p):
@@ -147,9 +148,10 @@ def test_die_read_flat_off_the_wall_needs_to_be_surer_of_it():
 
     other = die(700, 300, 3)
     assert verdict([other, p_flat(die(16, 300, 4), 0.65)]) == ("boxperson", "face-unreadable", None)
-    assert verdict([other, p_flat(die(16, 300, 4), 0.75)]) == ("roll", None, (4, 3))
-    assert verdict([other, p_flat(die(16, 300, 4), 0.75)], tolerances=Tolerances(sure_flat_off_wall=0.85)) == \
-        ("boxperson", "face-unreadable", None)
+    assert verdict([other, p_flat(die(16, 300, 4), 0.79)]) == ("boxperson", "face-unreadable", None)
+    assert verdict([other, p_flat(die(16, 300, 4), 0.9)]) == ("roll", None, (4, 3))
+    assert verdict([other, p_flat(die(16, 300, 4), 0.79)], tolerances=Tolerances(sure_flat_off_wall=0.7)) == \
+        ("roll", None, (4, 3))
     assert verdict([other, p_flat(die(12, 300, 4), 0.65)]) == ("roll", None, (4, 3))
     # beyond lean_contact (1.1 sides) a die leans on nothing
     assert verdict([other, p_flat(die(30, 300, 4), 0.65)]) == ("roll", None, (4, 3))
@@ -165,7 +167,7 @@ def test_die_read_flat_standing_out_from_the_other_die_needs_to_be_surer_of_it()
     """The other die, lying flat, is a wall as high as a die: one leaning 45 degrees on it is
     read "flat" 1.2-1.5 sides from its centre (simulated camera), where two flat dice that
     touch are 1.0-1.2 apart. A die read flat 25 mm (1.31 sides) from the other needs P(flat)
-    0.7, as off a wall; 21 mm (1.1 sides) away it is a die touching the other, as before.
+    0.85 (``sure_flat_off_wall``), as off a wall; 21 mm (1.1 sides) away it is a die touching the other, as before.
     Below, which face is uppermost is in dispute, 9 NYCRR 5324.52(h)(1)(ii)."""
     from dataclasses import replace
 
@@ -173,7 +175,8 @@ def test_die_read_flat_standing_out_from_the_other_die_needs_to_be_surer_of_it()
         return replace(r, extra={**r.extra, "p_flat": p})
 
     assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.65)]) == ("boxperson", "face-unreadable", None)
-    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.75)]) == ("roll", None, (3, 4))
+    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.8)]) == ("boxperson", "face-unreadable", None)
+    assert verdict([die(700, 300, 3), p_flat(die(725, 300, 4), 0.9)]) == ("roll", None, (3, 4))
     assert verdict([die(700, 300, 3), p_flat(die(721, 300, 4), 0.65)]) == ("roll", None, (3, 4))
     # the other die not read flat leans on this one, not this on it (a dispute of its own)
     assert verdict([die(700, 300, 3, flat=False), p_flat(die(725, 300, 4), 0.65)])[:2] == \
