@@ -20,6 +20,7 @@ rest (``ThrowObserver`` keeps them; ``bench/irregularity_bench.py`` renders them
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+
 import cv2
 import numpy as np
 
@@ -109,9 +110,14 @@ def spares_and_change(read: Callable[[np.ndarray], Sequence[DieReading]], calibr
     (:func:`cup_changed`), nothing landed in it: the dice there at rest are the spares, and
     the frame before is not read (a die at rest nearer the rim than the interior, e.g. one
     leaning on the cup's outside, is not counted among them). Where it changed, or where that
-    cannot be told, the spares are the dice :func:`read_cup` finds in the frame before."""
+    cannot be told, the spares are the dice :func:`read_cup` finds in the frame before. With no
+    die at rest near the cup (within its box and a die side) there is nothing to tell apart:
+    no spares, and neither frame is compared or read (a timed-out throw, most throws)."""
     if before is None:
         return list(readings), None
+    box = cup_box(calibration, before.shape)
+    if box is None or not any(box[0] <= r.centre[0] < box[2] and box[1] <= r.centre[1] < box[3] for r in readings):
+        return [], None   # no die at rest near the cup: no spare to tell from a thrown die, nothing read
     changed = cup_changed(before, at_rest, calibration) if at_rest is not None else None
     if changed is False:
         inner = _interior_px(calibration).astype(np.float32)

@@ -429,7 +429,7 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         driver = lamp_driver if lamp_driver is not None else build_lamp_driver(cfg)
         if lamp_driver is None:
             opened.append(driver)
-        observer, closers = build_observer(cfg, source, area, table_command=_late_post(late_post))
+        observer, closers = build_observer(cfg, source, area, table_command=_late_post(late_post), reader=reader)
         opened.extend(closers)
         store = StateStore(cfg.state.db)
     except BaseException:
@@ -610,13 +610,14 @@ def _late_post(holder: list) -> Callable[..., None]:
 
 
 def build_observer(cfg: TableConfig, source: FrameSource, area,
-                   table_command: Callable[..., None] | None = None) -> tuple[object, list]:
+                   table_command: Callable[..., None] | None = None, reader=None) -> tuple[object, list]:
     """The irregularity detectors and boxperson calls of ``[rules]`` and ``[boxperson]``: a
     :class:`controller.throw_observer.ThrowObserver` with the calibration (``rules.calibration``
     or the source's own), a call registry, and the command server ``craps-table decide`` talks
     to. With ``rules.wall_sensor`` and a source that simulates the sensor
     (``SimSource.on_wall_strike``), its strikes go to the observer (a rig's sensor comes through
-    the firmware bridge instead: :func:`connect_firmware_inputs`).
+    the firmware bridge instead: :func:`connect_firmware_inputs`). ``reader`` (image ->
+    readings; default ``read_dice`` at the configured die size) reads the dice cup's spares.
 
     Returns:
         ``(observer, closers)``: the service's observe hook, and what to close with it.
@@ -638,15 +639,16 @@ def build_observer(cfg: TableConfig, source: FrameSource, area,
     else:
         calibration = _source_calibration(source)
     registry = CallRegistry(timeout_s=cfg.boxperson.timeout_s)
-    die_side = cfg.vision.die_side_px or _source_die_side(source)
+    if reader is None:
+        reader = functools.partial(read_dice, method=cfg.vision.reader,
+                                   expected_side_px=cfg.vision.die_side_px or _source_die_side(source) or None)
     observer = ThrowObserver(cfg.rules.load_profile(), calibration=calibration, registry=registry,
                              objects=_source_objects(source),
                              wall_sensor=cfg.rules.wall_sensor, track=cfg.rules.track,
                              min_presence=cfg.vision.min_presence,
                              tolerances=cfg.rules.build_tolerances(),
                              reread=functools.partial(read_die_at, method=cfg.vision.reader),
-                             read_spares=functools.partial(read_dice, method=cfg.vision.reader,
-                                                           expected_side_px=die_side or None))
+                             read_spares=reader)
     if cfg.rules.wall_sensor and hasattr(source, "on_wall_strike"):
         source.on_wall_strike(observer.wall_strike)   # the simulated table's far-wall sensor
     hook = AreaZones(observer, area) if calibration is None and area else observer

@@ -278,9 +278,7 @@ class Renderer:
             win = self._die_window([pose])
             if win is not None:
                 x0, y0, x1, y1 = win
-                big = cv2.resize(img[y0:y1, x0:x1], ((x1 - x0) * _SS, (y1 - y0) * _SS), interpolation=cv2.INTER_LINEAR)
-                self._draw_die(big, (x0, y0), _SS, pose)
-                img[y0:y1, x0:x1] = cv2.resize(big, (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
+                img[y0:y1, x0:x1] = self._drawn(img, win, [pose])
         if c.blur_sigma > 0:
             img = cv2.GaussianBlur(img, (0, 0), c.blur_sigma)
         return img, mask
@@ -388,6 +386,19 @@ class Renderer:
             for sl in pips:
                 cv2.fillConvexPoly(canvas, fixed[sl], pip, cv2.LINE_AA, _SHIFT)
 
+    def _drawn(self, base: np.ndarray, win: tuple[int, int, int, int], poses: list[DicePose]) -> np.ndarray:
+        """The window ``win`` ``(x0, y0, x1, y1)`` of ``base`` with one die drawn in it, 4x
+        supersampled: uint8 ``(y1 - y0, x1 - x0, 3)``, the mean over ``poses`` (sub-frame poses
+        of one exposure: motion blur)."""
+        x0, y0, x1, y1 = win
+        big = cv2.resize(base[y0:y1, x0:x1], ((x1 - x0) * _SS, (y1 - y0) * _SS), interpolation=cv2.INTER_LINEAR)
+        acc = None
+        for p in poses:
+            canvas = big.copy()
+            self._draw_die(canvas, (x0, y0), _SS, p)
+            acc = canvas.astype(np.float32) if acc is None else acc + canvas
+        return cv2.resize((acc / len(poses)).astype(np.uint8), (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
+
     def _die_window(self, poses: list[DicePose]) -> tuple[int, int, int, int] | None:
         pts = []
         for p in poses:
@@ -437,14 +448,7 @@ class Renderer:
             key = None if overlap else (x0, y0, x1, y1, b"".join(p.pos_mm.tobytes() + p.quat.tobytes() for p in poses))
             out = self._cache.get(key) if key is not None else None
             if out is None:
-                crop = clean[y0:y1, x0:x1]
-                big = cv2.resize(crop, ((x1 - x0) * _SS, (y1 - y0) * _SS), interpolation=cv2.INTER_LINEAR)
-                acc = None
-                for p in poses:
-                    canvas = big.copy()
-                    self._draw_die(canvas, (x0, y0), _SS, p)
-                    acc = canvas.astype(np.float32) if acc is None else acc + canvas
-                out = cv2.resize((acc / len(poses)).astype(np.uint8), (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
+                out = self._drawn(clean, (x0, y0, x1, y1), poses)
                 if self.c.blur_sigma > 0:
                     out = cv2.GaussianBlur(out, (0, 0), self.c.blur_sigma)
                 if key is not None:

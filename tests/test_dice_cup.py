@@ -44,12 +44,17 @@ def test_a_die_dropped_into_the_cup_changes_it_and_the_spares_are_read_before():
     from vision.reader import read_dice
 
     side = 19.05 / ren.cam.mm_per_px
+    rest = read_dice(at_rest, expected_side_px=side)   # the dice at rest, the one in the cup among them
     spares, changed = spares_and_change(lambda image: read_dice(image, expected_side_px=side), cal,
-                                        before, at_rest, [])
+                                        before, at_rest, rest)
     assert changed is True and sorted(r.value for r in spares) == sorted(d.face for d in default_spares(3))
     x0, y0, x1, y1 = cup_box(cal, before.shape)
     assert all(x0 <= r.centre[0] < x1 and y0 <= r.centre[1] < y1 for r in spares)
     assert read_cup(lambda image: [], before, cal) == []
+    # no die at rest near the cup: nothing to tell apart, neither frame compared nor read
+    far = [r for r in rest if not (x0 - 50 <= r.centre[0] < x1 + 50 and y0 - 50 <= r.centre[1] < y1 + 50)]
+    assert len(far) == 1   # the other die, thrown down the table
+    assert spares_and_change(lambda image: pytest.fail("read"), cal, before, at_rest, far) == ([], None)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
