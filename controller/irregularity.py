@@ -306,6 +306,18 @@ class Tolerances:
         reread_apart: the same for a die read again not lying flat by either estimate (a
             window on a leaning die's side face reads another value): on the die read, up to
             0.71 side; on the other die 0.80 side or more.
+        tracks_apart: two dice read closer than ``on_die_ratio`` (or one not flat within
+            ``leaning_ratio``) are nevertheless side by side, neither on the other, when the
+            motion track saw them settle at least this x side apart, each read within
+            ``track_end_match`` x side of its own track's end. A die on the other is one blob
+            to the camera, its track ending on the lower die's (simulated camera, die-on-die
+            seeds 4200-4259: the two ends at most 0.13 side apart); two dice touching side by
+            side end a side apart (1.06-1.2 side in cocked-on-die 4200-4399), while the
+            reader's windows on them, pulled towards the pair's middle by the geometry
+            outputs, put their centres 0.73-0.89 side apart: two flat 5s touching face to face
+            were called one on the other, a wrong no roll (seeds 4201, 4202; twenty-fourth
+            session). 0: off.
+        track_end_match: see ``tracks_apart``.
         spare_match: a die at rest in the dice cup within this x side (table mm) of a die seen
             there before the throw (``observe_throw(spares=...)``) is that spare die, not a
             thrown one, 9 NYCRR 5324.52(a)(5). Spare dice lie still in the cup; the reader
@@ -341,6 +353,8 @@ class Tolerances:
     beside_track_end: float = 1.5
     reread_apart_flat: float = 0.6
     reread_apart: float = 0.9
+    tracks_apart: float = 0.95
+    track_end_match: float = 0.5
     spare_match: float = 0.5
     spare_sure: float = 0.9
 
@@ -385,6 +399,12 @@ def _dist_to_boundary(poly: np.ndarray, p: tuple[float, float]) -> float:
 #: The face of a die lying flat beside a leaning one, read at least this sure, is not covered
 #: by it (:func:`_leans_beside`).
 UNCOVERED_FACE_CONFIDENCE = 0.9
+
+
+#: A die of two read side by side (their tracks settled a side apart) below this confidence is
+#: read again a side and a tenth out from the other die (``pushed_out``): the geometry outputs
+#: pull a window on two touching dice towards the pair's middle.
+SECOND_READ_BELOW = 0.9
 
 
 #: The face classifier's probability of a face that reads it (``vision.learned.FACE_MIN``).
@@ -508,6 +528,26 @@ def _settled_on_table(track, geo: "_Geometry", tol: "Tolerances") -> list[tuple[
         if point_in_polygon(playing, (x2, y2)) and _dist_to_boundary(playing, (x2, y2)) >= 0.25 * geo.size:
             out.append((float(x2), float(y2)))
     return out
+
+
+def _ends_apart(ends: Sequence[tuple[float, float]], pa: tuple[float, float], pb: tuple[float, float],
+                size: float, tol: "Tolerances") -> float | None:
+    """How far apart (mm) the motion track saw two dice settle, read at ``pa`` and ``pb`` (felt
+    mm): the distance between the settled track ends (:func:`_settled_on_table`) nearest each,
+    when they are two different ends, each within ``track_end_match`` x ``size`` mm of its die;
+    else ``None`` (the track cannot tell them apart)."""
+    if len(ends) < 2:
+        return None
+    near = []
+    for p in (pa, pb):
+        k = min(range(len(ends)), key=lambda j: math.hypot(ends[j][0] - p[0], ends[j][1] - p[1]))
+        if math.hypot(ends[k][0] - p[0], ends[k][1] - p[1]) > tol.track_end_match * size:
+            return None
+        near.append(k)
+    if near[0] == near[1]:
+        return None
+    (xa, ya), (xb, yb) = ends[near[0]], ends[near[1]]
+    return math.hypot(xa - xb, ya - yb)
 
 
 def _stacked_under(track, positions, zones, geo: "_Geometry", tol: "Tolerances"
@@ -761,7 +801,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         (``reread_apart_flat`` / ``reread_apart`` x ``s_px``)."""
         return (tol.reread_apart_flat if _flat_by_either(found) else tol.reread_apart) * s_px
 
-    def pushed_out(found: DieReading, s_px: float) -> DieReading:
+    def pushed_out(found: DieReading, s_px: float, away_from: DieReading | None = None) -> DieReading:
         """``found`` (a die read again lying flat by either estimate) less than a side from a
         die read: read once more a side and a tenth out from that die along the line through
         the two, where a flat die beside it has its centre (the geometry outputs pull a window
@@ -769,10 +809,11 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         edge: simulated camera, cocked-on-die seed 2138, a flat 5 against the rail read at
         P(flat) 0.52 0.78 side from the die read, 0.93 side out at ``die_beside``'s place).
         The new read replaces ``found`` when it reads the same value and still lies more than
-        ``reread_apart_flat`` side from the die read, flat by either estimate."""
+        ``reread_apart_flat`` side from the die read, flat by either estimate. ``away_from``:
+        the die to push it away from (default: the die read nearest it)."""
         if reread is None or found.value is None or not _flat_by_either(found) or not dice:
             return found
-        r = min(dice, key=lambda d: math.hypot(found.centre[0] - d.centre[0], found.centre[1] - d.centre[1]))
+        r = away_from or min(dice, key=lambda d: math.hypot(found.centre[0] - d.centre[0], found.centre[1] - d.centre[1]))
         dx, dy = found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]
         d = math.hypot(dx, dy)
         if not 0 < d < s_px:
@@ -900,6 +941,23 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             pa, pb = where(a), where(b)
             d = math.hypot(pa[0] - pb[0], pa[1] - pb[1])
             leaning = (not _flat_by_either(dice[a]) or not _flat_by_either(dice[b])) and d < tol.leaning_ratio * s
+            if (d < tol.on_die_ratio * s or leaning) and tol.tracks_apart and geo is not None and \
+                    (te := _ends_apart(settled, pa, pb, geo.size, tol)) is not None and te >= tol.tracks_apart * geo.size:
+                notes.append(f"dice read {d:.1f} apart (side {s:.1f}), but their tracks settled {te:.1f} mm apart: "
+                             "side by side, neither on the other")
+                for i, j in ((a, b), (b, a)):
+                    # a die read unsurely there: its window was pulled towards the other die
+                    # (seed 4202: a flat 2 against the rail read at p 0.74 six px off its centre)
+                    if dice[i].confidence >= SECOND_READ_BELOW or dice[i].extra.get("from"):
+                        continue
+                    s_px = geo.expected_side_px(pa if i == a else pb) or 10.0
+                    again = pushed_out(dice[i], s_px, away_from=dice[j])
+                    if again is not dice[i] and again.confidence > dice[i].confidence:
+                        notes.append(f"die {again.value} read again a side out from the other die: p "
+                                     f"{dice[i].confidence:.2f} -> {again.confidence:.2f}")
+                        dice[i] = values[i] = again
+                        positions[i], zones[i] = place(again)
+                continue
             if (d < tol.on_die_ratio * s or leaning) and not (_leans_beside(dice[a], dice[b])
                                                                or _leans_beside(dice[b], dice[a])):
                 upper = a if (not dice[a].flat, dice[a].side_px) >= (not dice[b].flat, dice[b].side_px) else b

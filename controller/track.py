@@ -12,7 +12,7 @@ die areas, else one; a component holding both dice (two dice touching) is split 
 k-means on its pixels (Lloyd's iterations from the tracks' predicted positions), so that each
 die keeps its own centre while they touch. A smaller component of ``both_areas`` that both
 tracks are predicted within two sides of (two dice touching at a wall, which hides part of
-their shadows) gives both tracks its centroid.
+their shadows) is split the same way.
 Components are assigned to the two tracks by the least total distance to each track's predicted
 position (constant velocity from its last two points); a prediction beyond a wall (at 60 fps a
 die bounces off the far wall between two frames) is the segment from the wall to its mirror
@@ -194,7 +194,11 @@ class ThrowTracker:
             points = self._split(labels, blobs[0][3], float(t))
             shared = True
         elif self.max_dice == 2 and self._both_in(blobs[0], float(t)):
-            points = [(blobs[0][0], blobs[0][1])] * 2    # too small to split: both at its centroid
+            # both dice, touching at a wall that hides part of their shadows: split at the
+            # tracks' predicted positions as a larger component is (both at its centroid, a
+            # pair settling there ended both tracks on one spot between the dice: simulated
+            # camera, cocked-on-die seed 4294, taken for a die off the table)
+            points = self._split(labels, blobs[0][3], float(t))
             shared = True
         else:
             points = [(blobs[0][0], blobs[0][1])]
@@ -212,7 +216,7 @@ class ThrowTracker:
             self._last_px[d] = (float(t), p[0], p[1])
 
     def _both_in(self, blob: tuple[float, float, float, int], t: float) -> bool:
-        """A lone component below ``together_areas`` (too small to split) still holds both
+        """A lone component below ``together_areas`` still holds both
         dice when it covers ``both_areas`` die areas and both tracks, seen in the last 0.05 s,
         are predicted within two sides of its centroid (two dice touching at a wall, which
         hides part of their shadows)."""

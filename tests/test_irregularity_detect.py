@@ -1104,3 +1104,43 @@ def test_a_spare_the_reader_missed_before_the_throw_still_does_not_count_as_thro
     assert verdict(at_rest, "nj-13-47", spares=before) == ("boxperson", "die-in-dice-cup", None)
     knocked = [die(600, 200, 3), _in_cup(2, 4)]   # the spare knocked to another place, same count
     assert verdict(knocked, "nj-13-47", spares=before) == ("no-roll", "die-off-table", None)
+
+
+def test_two_dice_read_close_but_tracked_settling_a_side_apart_are_side_by_side():
+    """(k)(1) is a die "on top of the other die". Two flat 5s touching face to face were read
+    14.2 mm apart (0.74 side: the windows pulled towards the pair's middle), inside the 0.8 side
+    that tells a die on the other, while their tracks settled 20.3 mm apart (simulated camera,
+    cocked-on-die seed 4201: a wrong no roll). A die on the other is one blob to the camera,
+    its track ending on the lower die's: still a die on the other die."""
+    close = [die(600, 200, 5), die(614.2, 200, 5)]
+    apart = [_settling(599, 200), _settling(619.5, 200)]
+    assert verdict(close, track=apart) == ("roll", None, (5, 5))
+    assert verdict(close, track=apart, profile="nj-13-47") == ("roll", None, (5, 5))
+    one_spot = [_settling(606, 200), _settling(607, 200)]
+    assert verdict(close, track=one_spot) == ("no-roll", "die-on-die", None)
+    # tracks a little less than a side apart (a stack's blob split in two): on the other die
+    assert verdict(close, track=[_settling(598, 200), _settling(614, 200)]) == ("no-roll", "die-on-die", None)
+    # one track lost: the track cannot tell them apart, the reading's distance decides
+    assert verdict(close, track=[_settling(599, 200)]) == ("no-roll", "die-on-die", None)
+    assert verdict(close, track=apart, tolerances=Tolerances(tracks_apart=0.0)) == ("no-roll", "die-on-die", None)
+
+
+def test_a_die_read_unsurely_beside_the_other_is_read_again_a_side_out():
+    """The window on a flat 2 against the rail, touching a 6, was pulled 6 px towards the 6 and
+    read the 2 at p 0.74, under the verdict's 0.8 (cocked-on-die seed 4202). Their tracks
+    settled a side apart, so the 2 is read again a side and a tenth out from the 6: p 0.98, a
+    roll. A re-read giving another value is not taken."""
+    six = die(600, 200, 6, conf=0.99)
+    two = die(615, 200, 2, conf=0.74)
+    apart = [_settling(599.5, 200), _settling(620.5, 200)]
+    asked = []
+
+    def reread(c, s):
+        asked.append(c)
+        return die(621, 200, 2, conf=0.98)
+
+    assert verdict([six, two], track=apart) == ("boxperson", "face-unreadable", None)
+    assert verdict([six, two], track=apart, reread=reread) == ("roll", None, (6, 2))
+    assert len(asked) == 1 and asked[0][0] > six.centre[0] + SIDE
+    assert verdict([six, two], track=apart, reread=lambda c, s: die(621, 200, 3, conf=0.98)) == \
+        ("boxperson", "face-unreadable", None)
