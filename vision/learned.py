@@ -263,7 +263,7 @@ def p_flat_tilt(img: np.ndarray, found: list[tuple[float, float, float, float]])
     net = _tilt_net()
     if net is None or not found:
         return None
-    crops = np.stack([crop_tilt(img, x, y, size) for x, y, size, _ in found])
+    crops = crop_dice(img, found, TILT_WINDOW)
     p = net(standardise(crops)).reshape(len(found))
     # A die the upright view calls not flat is seen in three more 90-degree turns too, and the
     # four are averaged (held-out renders: flat dice called not flat 4 -> 3 of 376, the same
@@ -271,8 +271,7 @@ def p_flat_tilt(img: np.ndarray, found: list[tuple[float, float, float, float]])
     # 108 -> 107).
     todo = np.flatnonzero(p < 0.5)
     if len(todo):
-        turned = np.concatenate([np.rot90(crops[todo], k, axes=(1, 2)) for k in range(1, 4)])
-        more = net(standardise(np.ascontiguousarray(turned))).reshape(3, len(todo))
+        more = net(standardise(turns(crops[todo], range(1, 4)))).reshape(3, len(todo))
         p[todo] = (p[todo] + more.sum(axis=0)) / 4
     return p
 
@@ -304,9 +303,8 @@ def cocked_faces(img: np.ndarray, found: list[tuple[float, float, float, float]]
     net = _cocked_net()
     if net is None or not found:
         return None
-    crops = np.stack([crop_die(img, x, y, size * COCKED_WINDOW / WINDOW) for x, y, size, _ in found])
-    turned = np.concatenate([np.rot90(crops, k, axes=(1, 2)) for k in range(4)])
-    p = net(standardise(np.ascontiguousarray(turned))).reshape(4, len(found), 7)
+    crops = crop_dice(img, found, COCKED_WINDOW)
+    p = net(standardise(turns(crops, range(4)))).reshape(4, len(found), 7)
     return p.mean(axis=0)
 
 
@@ -408,12 +406,59 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
 
 def standardise(crops: np.ndarray) -> np.ndarray:
     """uint8 ``(N, CROP, CROP, 3)`` BGR crops -> float32 ``(N, 3, CROP, CROP)``, each crop
-    shifted to mean 0 and scaled to standard deviation 1 (over all its pixels and channels)."""
+    shifted to mean 0 and scaled to standard deviation 1 (over all its pixels and channels;
+    the deviation floored at 4 grey levels).
+
+    Bit for bit ``(x - x.mean(...)) / np.maximum(x.std(...), 4.0)`` in float32: the operations
+    of numpy's ``mean`` and ``std`` (``numpy/_core/_methods.py``: sums over the contiguous
+    ``(N, H, W, C)`` crop, divided by an ``intp`` count), done once each and mostly in place
+    (fewer temporary arrays; 20-25 % less time for 25 crops).
+    """
+    n = len(crops)
+    count = np.intp(crops[0].size if n else 1)     # np.mean / np.std divide by an intp
     x = crops.astype(np.float32)
-    m = x.mean(axis=(1, 2, 3), keepdims=True)
-    s = x.std(axis=(1, 2, 3), keepdims=True)
-    x = (x - m) / np.maximum(s, 4.0)
+    m = np.add.reduce(x, axis=(1, 2, 3), keepdims=True)
+    np.true_divide(m, count, out=m, casting="unsafe")
+    d = np.subtract(x, m)
+    np.square(d, out=d)
+    s = np.add.reduce(d, axis=(1, 2, 3), keepdims=True)
+    np.true_divide(s, count, out=s, casting="unsafe")
+    np.sqrt(s, out=s)
+    np.maximum(s, 4.0, out=s)
+    np.subtract(x, m, out=x)
+    np.divide(x, s, out=x)
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+
+
+#: ``cv2.rotate`` codes of the 90-degree turns ``k`` of :func:`turns` (``np.rot90``'s sense).
+_ROTATE = {1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180, 3: cv2.ROTATE_90_CLOCKWISE}
+
+
+def turns(crops: np.ndarray, ks: range | tuple[int, ...]) -> np.ndarray:
+    """The crops turned by ``k`` x 90 degrees for each ``k`` of ``ks`` (0..3), one after the
+    other: uint8 ``(len(ks) * N, H, W, C)`` from ``(N, H, W, C)``, equal to
+    ``np.concatenate([np.rot90(crops, k, axes=(1, 2)) for k in ks])`` (pixels moved, not
+    resampled), about 5x faster (``cv2.rotate`` into one array)."""
+    n = len(crops)
+    out = np.empty((len(ks) * n,) + crops.shape[1:], crops.dtype)
+    for j, k in enumerate(ks):
+        for i in range(n):
+            if k % 4 == 0:
+                out[j * n + i] = crops[i]
+            else:
+                cv2.rotate(crops[i], _ROTATE[k % 4], dst=out[j * n + i])
+    return out
+
+
+def crop_dice(img: np.ndarray, boxes, window_boxes: float | None = None) -> np.ndarray:
+    """:func:`crop_die` of every ``(x, y, box side, ...)`` of ``boxes`` (pixels): uint8
+    ``(len(boxes), CROP, CROP, 3)``, written into one array. ``window_boxes``: the window in
+    boxes (``None``: :data:`WINDOW`, the face classifier's; :data:`TILT_WINDOW` gives
+    :func:`crop_tilt`'s crops, :data:`COCKED_WINDOW` :func:`cocked_faces`')."""
+    out = np.empty((len(boxes), CROP, CROP, 3), np.uint8)
+    for i, b in enumerate(boxes):
+        out[i] = crop_die(img, b[0], b[1], b[2] if window_boxes is None else b[2] * window_boxes / WINDOW)
+    return out
 
 
 def crop_die(img: np.ndarray, cx: float, cy: float, size: float, angle_deg: float = 0.0) -> np.ndarray:
@@ -582,15 +627,14 @@ def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]
     photos, the golden photos and 800 rendered dice; 6 % less CPU on the topdown photos, most
     of whose dice are below it)."""
     _, face = _nets()
-    crops = np.stack([crop_die(img, x, y, size) for x, y, size, _ in found])
-    raw = face(standardise(crops)).reshape(len(found), -1)
+    raw = face(standardise(crop_dice(img, found))).reshape(len(found), -1)
     refined = []
     for i, (x, y, size, sc) in enumerate(found):
         ox, oy, ls = (float(v) for v in raw[i, 8:11])
         refined.append((x + float(np.clip(ox, -0.3, 0.3)) * WINDOW * size,
                         y + float(np.clip(oy, -0.3, 0.3)) * WINDOW * size,
                         size * float(np.exp(np.clip(ls, -0.5, 0.5))), sc))
-    sub = np.stack([crop_die(img, *r[:3]) for r in refined])
+    sub = crop_dice(img, refined)
     n = len(found)
     upright = face(standardise(sub)).reshape(n, -1)
     # The other turns only for the dice the upright view is not sure of (SURE_VIEW).
@@ -599,8 +643,7 @@ def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]
     counted = np.zeros((VIEWS, n), bool)
     counted[0] = True
     if len(todo) and VIEWS > 1:
-        turned = np.concatenate([np.rot90(sub[todo], k, axes=(1, 2)) for k in range(1, VIEWS)])
-        res[1:, todo] = face(standardise(np.ascontiguousarray(turned))).reshape(VIEWS - 1, len(todo), -1)
+        res[1:, todo] = face(standardise(turns(sub[todo], range(1, VIEWS)))).reshape(VIEWS - 1, len(todo), -1)
         counted[1:, todo] = True
     # The views' centre offsets, turned back to the upright crop (np.rot90 maps an offset
     # (x, y) to (y, -x)), averaged: a second, finer correction of the centre.
