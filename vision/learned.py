@@ -542,29 +542,47 @@ def _centres(img: np.ndarray, s: float) -> tuple[list[tuple[float, float, float,
     out = det(cv2.dnn.blobFromImage(small, 1.0 / 255.0))[0]
     heat, logsize = out[0], out[1]
     peaks = (heat >= CENTRE_MIN) & (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8)))
-    found = []
     gh, gw = heat.shape
-    for v, u in zip(*np.nonzero(peaks)):
-        c = float(heat[v, u])
-        du = dv = 0.0
-        if 0 < u < gw - 1:
-            a, b = float(heat[v, u - 1]), float(heat[v, u + 1])
-            den = 2 * c - a - b
-            du = float(np.clip((b - a) / (2 * den), -0.5, 0.5)) if den > 1e-6 else 0.0
-        if 0 < v < gh - 1:
-            a, b = float(heat[v - 1, u]), float(heat[v + 1, u])
-            den = 2 * c - a - b
-            dv = float(np.clip((b - a) / (2 * den), -0.5, 0.5)) if den > 1e-6 else 0.0
-        x = (STRIDE * (u + du) + 1.5) / sx
-        y = (STRIDE * (v + dv) + 1.5) / sy
-        size = float(np.exp(logsize[v, u])) / ((sx + sy) / 2)
-        found.append((x, y, size, c))
-    found.sort(key=lambda t: -t[3])
-    kept: list[tuple[float, float, float, float]] = []
-    for f in found:
-        if all(np.hypot(f[0] - k[0], f[1] - k[1]) > NMS_DETECTOR * min(f[2], k[2]) for k in kept):
-            kept.append(f)
-    return kept, (sx + sy) / 2
+    v, u = np.nonzero(peaks)
+    c = heat[v, u].astype(np.float64)
+    # sub-cell peak: a parabola through the peak and its two neighbours along each axis
+    du = _vertex(c, heat[v, np.maximum(u - 1, 0)], heat[v, np.minimum(u + 1, gw - 1)], (u > 0) & (u < gw - 1))
+    dv = _vertex(c, heat[np.maximum(v - 1, 0), u], heat[np.minimum(v + 1, gh - 1), u], (v > 0) & (v < gh - 1))
+    x = (STRIDE * (u + du) + 1.5) / sx
+    y = (STRIDE * (v + dv) + 1.5) / sy
+    size = np.exp(logsize[v, u]).astype(np.float64) / ((sx + sy) / 2)   # exp in float32
+    order = np.argsort(-c, kind="stable")                               # strongest first
+    x, y, size, c = x[order], y[order], size[order], c[order]
+    # of two peaks closer than NMS_DETECTOR x the smaller box, the stronger
+    keep = _greedy(_distances(x, y) <= NMS_DETECTOR * np.minimum(size[:, None], size[None, :]))
+    return list(zip(x[keep].tolist(), y[keep].tolist(), size[keep].tolist(), c[keep].tolist())), (sx + sy) / 2
+
+
+def _vertex(c: np.ndarray, a: np.ndarray, b: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """Offset (cells, float64 ``(n,)`` in -0.5..0.5) of the vertex of the parabola through
+    ``(-1, a)``, ``(0, c)``, ``(1, b)`` (heat values, ``(n,)``), 0 where not ``inside`` the map or
+    where the peak is flat (curvature ``2c - a - b`` <= 1e-6)."""
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    den = 2 * c - a - b
+    ok = inside & (den > 1e-6)
+    return np.where(ok, np.clip((b - a) / (2 * np.where(ok, den, 1.0)), -0.5, 0.5), 0.0)
+
+
+def _distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """float64 ``(n, n)``: the distance of points ``i`` and ``j`` (``x``, ``y``: float ``(n,)``,
+    pixels), ``np.hypot(x[i] - x[j], y[i] - y[j])``."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    return np.hypot(x[:, None] - x[None, :], y[:, None] - y[None, :])
+
+
+def _greedy(near: np.ndarray) -> list[int]:
+    """Greedy suppression in index order: the indices ``i`` kept, each not ``near[i, k]`` any
+    ``k`` kept before it (``near``: bool ``(n, n)``, symmetric)."""
+    keep: list[int] = []
+    for i in range(len(near)):
+        if not near[i, keep].any():
+            keep.append(i)
+    return keep
 
 
 def _find(img: np.ndarray, expected_side_px: float | None) -> list[tuple[float, float, float, float]]:
@@ -604,12 +622,15 @@ def _add_midpoints(found: list[tuple[float, float, float, float]]
     """``found`` plus, for every two candidates closer than :data:`MIDPOINT_SIDES` die sides
     (box / 1.2), a candidate at their midpoint (box side and score: the pair's larger). The
     classifier-aware suppression in :func:`read_dice_learned` then keeps the best read."""
+    if len(found) < 2:
+        return list(found)
+    x, y, size = (np.array([f[k] for f in found], np.float64) for k in range(3))
+    side = np.minimum(size[:, None], size[None, :]) / 1.2
+    close = np.triu(_distances(x, y) < MIDPOINT_SIDES * side, 1)
     extra = []
-    for i, a in enumerate(found):
-        for b in found[i + 1:]:
-            side = min(a[2], b[2]) / 1.2
-            if np.hypot(a[0] - b[0], a[1] - b[1]) < MIDPOINT_SIDES * side:
-                extra.append(((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, max(a[2], b[2]), max(a[3], b[3])))
+    for i, j in zip(*np.nonzero(close)):
+        a, b = found[i], found[j]
+        extra.append(((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, max(a[2], b[2]), max(a[3], b[3])))
     return found + extra
 
 
@@ -865,13 +886,9 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
     # Second suppression, after the classifier: of two candidates closer than half a die,
     # keep the one the classifier reads best (a peak on a big pip of a 2 can outscore the
     # die's centre at the detector, but not at the classifier).
-    order = sorted(range(len(found)), key=lambda i: -float(np.max(probs[i][:6])))
-    keep: list[int] = []
-    for i in order:
-        xi, yi, si, _ = found[i]
-        if all(np.hypot(xi - found[k][0], yi - found[k][1]) > 0.5 * max(si, found[k][2]) for k in keep):
-            keep.append(i)
-    keep.sort()
+    order = np.argsort(-probs[:, :6].max(axis=1).astype(np.float64), kind="stable")
+    xs, ys, ss = (np.array([f[k] for f in found], np.float64)[order] for k in range(3))
+    keep = sorted(order[_greedy(_distances(xs, ys) <= 0.5 * np.maximum(ss[:, None], ss[None, :]))].tolist())
     found, probs = [found[i] for i in keep], probs[keep]
     kept = []
     for (x, y, size, score), p in zip(found, probs):
