@@ -36,6 +36,7 @@ Training: :mod:`vision.train` (``pip install -e .[train]``); data recipe and fig
 """
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Callable
 from pathlib import Path
@@ -649,12 +650,12 @@ def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]
     of whose dice are below it)."""
     _, face = _nets()
     raw = face(standardise(crop_dice(img, found))).reshape(len(found), -1)
-    refined = []
-    for i, (x, y, size, sc) in enumerate(found):
-        ox, oy, ls = (float(v) for v in raw[i, 8:11])
-        refined.append((x + float(np.clip(ox, -0.3, 0.3)) * WINDOW * size,
-                        y + float(np.clip(oy, -0.3, 0.3)) * WINDOW * size,
-                        size * float(np.exp(np.clip(ls, -0.5, 0.5))), sc))
+    x, y, size = (np.array([f[k] for f in found], np.float64) for k in range(3))
+    geo = raw[:, 8:11].astype(np.float64)    # centre offset (x, y) in windows, log size; float64
+    xr = x + np.clip(geo[:, 0], -0.3, 0.3) * WINDOW * size
+    yr = y + np.clip(geo[:, 1], -0.3, 0.3) * WINDOW * size
+    sr = size * np.exp(np.clip(geo[:, 2], -0.5, 0.5))
+    refined = list(zip(xr.tolist(), yr.tolist(), sr.tolist(), [f[3] for f in found]))
     sub = crop_dice(img, refined)
     n = len(found)
     upright = face(standardise(sub)).reshape(n, -1)
@@ -677,8 +678,8 @@ def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]
     w = counted / counted.sum(axis=0, keepdims=True)    # (VIEWS, n): mean over the views seen
     off = np.clip((off * w[:, :, None]).sum(axis=0), -0.15, 0.15)
     ls = np.clip((res[:, :, 10] * w).sum(axis=0), -0.3, 0.3)
-    refined = [(x + float(off[i, 0]) * WINDOW * size, y + float(off[i, 1]) * WINDOW * size,
-                size * float(np.exp(ls[i])), sc) for i, (x, y, size, sc) in enumerate(refined)]
+    refined = list(zip((xr + off[:, 0] * WINDOW * sr).tolist(), (yr + off[:, 1] * WINDOW * sr).tolist(),
+                       (sr * np.exp(ls)).tolist(), [f[3] for f in refined]))
     return (res[:, :, :8] * w[:, :, None]).sum(axis=0), refined
 
 
@@ -689,14 +690,13 @@ def _reread_small(img: np.ndarray, probs: np.ndarray, found: list[tuple[float, f
     others read), twice (the second time where the first moved the window): a window on one big pip of a die looks like the 1 of a small die. The
     re-read replaces the first when it is sure (>= :data:`FACE_MIN`); when it is unsure, the
     candidate's face probabilities are cut to the re-read's (so it comes back unread)."""
-    read = [i for i, p in enumerate(probs) if int(np.argmax(p[:7])) != NOT_A_FACE]
+    read = np.flatnonzero(probs[:, :7].argmax(axis=1) != NOT_A_FACE).tolist()
     if len(read) < 3:
         return probs, found
-    sizes = np.array([found[i][2] for i in read])
+    ranked = sorted(float(found[i][2]) for i in read)
     redo = []
-    for k, i in enumerate(read):
-        others = np.delete(sizes, k)
-        med = float(np.median(others))
+    for i in read:
+        med = _median_without(ranked, float(found[i][2]))
         if found[i][2] < SMALL_DIE_RATIO * med:
             redo.append((i, med))
     if not redo:
@@ -712,6 +712,15 @@ def _reread_small(img: np.ndarray, probs: np.ndarray, found: list[tuple[float, f
     return probs, found
 
 
+def _median_without(ranked: list[float], v: float) -> float:
+    """``float(np.median(others))`` of the values ``ranked`` (sorted, at least two) with one
+    ``v`` taken out: the middle one, or the mean ``(a + b) / 2`` of the middle two."""
+    k = bisect.bisect_left(ranked, v)
+    others = ranked[:k] + ranked[k + 1:]
+    m = len(others) // 2
+    return others[m] if len(others) % 2 else (others[m - 1] + others[m]) / 2
+
+
 def _threshold(score: float) -> float:
     """The face probability a candidate with centre-heat peak ``score`` needs to be read."""
     return FACE_MIN if score >= CENTRE_READ else FACE_MIN_WEAK_PEAK
@@ -725,8 +734,8 @@ def _refine_unsure(img: np.ndarray, probs: np.ndarray, found: list[tuple[float, 
     window shrunk onto one pip of a 2 would show it as the 1 of a smaller die."""
     probs, found = probs.copy(), list(found)
     for _ in range(REFINE_STEPS):
-        todo = [i for i, p in enumerate(probs)
-                if int(np.argmax(p[:7])) != NOT_A_FACE and float(np.max(p[:6])) < _threshold(found[i][3])]
+        need = np.array([_threshold(f[3]) for f in found])
+        todo = np.flatnonzero((probs[:, :7].argmax(axis=1) != NOT_A_FACE) & (probs[:, :6].max(axis=1) < need)).tolist()
         if not todo:
             break
         sub = [found[i] if min_box is None else (*found[i][:2], max(found[i][2], min_box), found[i][3])
