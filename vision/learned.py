@@ -407,27 +407,11 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
 
 def standardise(crops: np.ndarray) -> np.ndarray:
     """uint8 ``(N, CROP, CROP, 3)`` BGR crops -> float32 ``(N, 3, CROP, CROP)``, each crop
-    shifted to mean 0 and scaled to standard deviation 1 (over all its pixels and channels;
-    the deviation floored at 4 grey levels).
-
-    Bit for bit ``(x - x.mean(...)) / np.maximum(x.std(...), 4.0)`` in float32: the operations
-    of numpy's ``mean`` and ``std`` (``numpy/_core/_methods.py``: sums over the contiguous
-    ``(N, H, W, C)`` crop, divided by an ``intp`` count), done once each and mostly in place
-    (fewer temporary arrays; 20-25 % less time for 25 crops).
-    """
-    n = len(crops)
-    count = np.intp(crops[0].size if n else 1)     # np.mean / np.std divide by an intp
+    shifted to mean 0 and scaled to standard deviation 1 (over all its pixels and channels)."""
     x = crops.astype(np.float32)
-    m = np.add.reduce(x, axis=(1, 2, 3), keepdims=True)
-    np.true_divide(m, count, out=m, casting="unsafe")
-    d = np.subtract(x, m)
-    np.square(d, out=d)
-    s = np.add.reduce(d, axis=(1, 2, 3), keepdims=True)
-    np.true_divide(s, count, out=s, casting="unsafe")
-    np.sqrt(s, out=s)
-    np.maximum(s, 4.0, out=s)
-    np.subtract(x, m, out=x)
-    np.divide(x, s, out=x)
+    m = x.mean(axis=(1, 2, 3), keepdims=True)
+    s = x.std(axis=(1, 2, 3), keepdims=True)
+    x = (x - m) / np.maximum(s, 4.0)
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
 
 
