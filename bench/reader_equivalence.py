@@ -3,7 +3,8 @@ change what the reader returns.
 
 Reads every photo of ``../shared/data/dice-photos`` (topdown-tray: all 250; oblique-webcam:
 train and valid, 396) with ``vision.reader.read_dice`` (default method: the learned reader;
-one OpenCV / onnxruntime thread) and either saves the readings (``--save REF.json``, run on the
+one OpenCV / onnxruntime thread), prints the number of dice and a digest of the readings (SHA-256, 16 hex
+digits; equal digests: equal outputs, bit for bit), and saves them (``--save REF.json``, run on the
 unchanged code first) or compares them with such a file (``--compare REF.json``):
 
 * the same number of dice in every photo, and per die (in the reader's order) the same
@@ -15,14 +16,19 @@ unchanged code first) or compares them with such a file (``--compare REF.json``)
   (default 1e-4); ``extra["reason"]`` equal.
 
 Prints the counts (photos, dice, values/flats/counts that differ) and the largest differences,
-and exits 1 when any value, flat or die count differs or a tolerance is exceeded.
+and exits 1 when any value, flat or die count differs or a tolerance is exceeded. Without the
+photos (no ``../shared``) it says so and exits 0 (``make bench`` runs it without arguments).
 
-Run: ``python bench/reader_equivalence.py --save /tmp/ref.json`` on the reference commit, then
-``python bench/reader_equivalence.py --compare /tmp/ref.json`` on the changed code.
+Run: ``python bench/reader_equivalence.py --save /tmp/ref.json`` on the reference code, then
+``python bench/reader_equivalence.py --compare /tmp/ref.json`` on the changed code. The reference
+code can be another commit's tree: ``git archive REF | tar -x -C /tmp/ref`` and
+``PYTHONPATH=/tmp/ref python bench/reader_equivalence.py --save /tmp/ref.json`` (``PYTHONPATH``
+comes before the editable install on ``sys.path``).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -119,7 +125,7 @@ def compare(ref: dict, new: dict, bbox_tol: float, px_tol: float, p_tol: float) 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    g = ap.add_mutually_exclusive_group(required=True)
+    g = ap.add_mutually_exclusive_group()
     g.add_argument("--save", type=Path, help="write the readings to this JSON file")
     g.add_argument("--compare", type=Path, help="compare the readings with this JSON file")
     ap.add_argument("--photos", type=Path, default=PHOTOS, help=f"the dice-photos directory (default {PHOTOS})")
@@ -130,14 +136,18 @@ def main() -> int:
     cv2.setNumThreads(1)
     paths = photo_paths(args.photos)
     if not paths:
-        print(f"no photos under {args.photos}")
-        return 2
+        print(f"reader equivalence: no photos under {args.photos}, nothing compared")
+        return 0
     readings, cpu = read_all(paths, args.photos)
     n = sum(len(v) for v in readings.values())
-    print(f"read {len(paths)} photos, {n} dice, CPU {cpu:.1f} s ({1000 * cpu / len(paths):.1f} ms a photo)")
+    digest = hashlib.sha256(json.dumps(readings, sort_keys=True).encode()).hexdigest()[:16]
+    print(f"read {len(paths)} photos, {n} dice, CPU {cpu:.1f} s ({1000 * cpu / len(paths):.1f} ms a photo), "
+          f"readings sha256 {digest}")
     if args.save:
         args.save.write_text(json.dumps(readings))
         print(f"saved to {args.save}")
+        return 0
+    if args.compare is None:
         return 0
     return 1 if compare(json.loads(args.compare.read_text()), readings, args.bbox_tol, args.px_tol, args.p_tol) else 0
 
