@@ -3,9 +3,10 @@ change what the reader returns.
 
 Reads every photo of ``../shared/data/dice-photos`` (topdown-tray: all 250; oblique-webcam:
 train and valid, 396) with ``vision.reader.read_dice`` (default method: the learned reader;
-one OpenCV / onnxruntime thread), prints the number of dice and a digest of the readings (SHA-256, 16 hex
-digits; equal digests: equal outputs, bit for bit), and saves them (``--save REF.json``, run on the
-unchanged code first) or compares them with such a file (``--compare REF.json``):
+one OpenCV / onnxruntime thread), prints the number of dice and a digest of the readings
+(SHA-256, 16 hex digits; equal digests: equal outputs, bit for bit), and saves them
+(``--save REF.json``, run on the unchanged code first) or compares them with such a file
+(``--compare REF.json``):
 
 * the same number of dice in every photo, and per die (in the reader's order) the same
   ``value`` and ``flat``;
