@@ -179,9 +179,10 @@ def set_decide_only(state: GameState, on: bool) -> GameState:
     or don't pass bet, and ends them when the wagers are decided or a player makes one.
 
     Raises:
-        ValueError: started while a point is established, or after a seven-out: they follow
-            "making the come out point" (a point made), and after a loser 7 the shooter passes
-            the dice ((i)(1)(i)) and no come or don't come wager on a number remains.
+        ValueError: started while a point is established, after a seven-out, or after any
+            other decision than a point made, or for a new shooter: they follow the shooter's
+            "making the come out point", and after a loser 7 the shooter passes the dice
+            ((i)(1)(i)).
     """
     if on and state.point is not None:
         raise ValueError(f"rolls only to decide come/don't come wagers start after a decision, "
@@ -189,4 +190,9 @@ def set_decide_only(state: GameState, on: bool) -> GameState:
     if on and state.last_outcome == "seven-out":
         raise ValueError("rolls only to decide come/don't come wagers follow a point made, not a seven-out: "
                          "the shooter passes the dice (9 NYCRR 5324.52(i)(1)(i), (i)(2))")
+    if on and not state.decide_only and (state.last_outcome != "point-made" or state.shooter_roll == 0):
+        raise ValueError("rolls only to decide come/don't come wagers follow a point made (\"after making "
+                         f"the come out point\") by this shooter, not a "
+                         f"{'new shooter' if state.shooter_roll == 0 else state.last_outcome} "
+                         "(9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b))")
     return replace(state, decide_only=bool(on))

@@ -495,7 +495,9 @@ class Table:
                 on a come number left to decide ("and other wagers remain on the table with
                 respect to come and/or don't come numbers", (i)(2)), or with a pass or don't
                 pass bet on the layout ("the shooter elects not to place a pass or don't pass
-                bet").
+                bet"), or when the shooter's last decision was not a point made ("after making
+                the come out point": not after a come-out natural or craps, nor for a new
+                shooter; ``GameState.point_made``).
         """
         if on and self.state.point is None and not _come_numbers(self.wagers):
             raise Rejected("no come or don't come wager on a number remains to be decided",
@@ -532,7 +534,7 @@ class Table:
         """Plain-JSON state of the session (for the ledger)."""
         s = self.state
         return {"state": {"point": s.point, "shooter": s.shooter, "shooter_rolls": s.shooter_rolls,
-                          "rolls": s.rolls, "decide_only": s.decide_only},
+                          "rolls": s.rolls, "decide_only": s.decide_only, "point_made": s.point_made},
                 "wagers": [w.to_json() for w in self.wagers], "next_wid": self.next_wid,
                 "reduced": [list(r) for r in sorted(self.reduced, key=repr)]}
 

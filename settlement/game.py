@@ -31,6 +31,10 @@ class GameState:
             remaining come and don't come wagers, the on/off marker OFF on the don't pass
             line (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)): no point is established,
             and a 7 is no loser 7.
+        point_made: the last decision was a point made (the come out point): only then may
+            the shooter elect to roll only to decide the remaining come and don't come wagers
+            ("after making the come out point", 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)). Kept
+            through those rolls (to their 7); a new shooter has made no point.
     """
 
     point: int | None = None
@@ -38,6 +42,7 @@ class GameState:
     shooter_rolls: int = 0
     rolls: int = 0
     decide_only: bool = False
+    point_made: bool = False
 
     @property
     def come_out(self) -> bool:
@@ -53,14 +58,16 @@ def advance(state: GameState, d1: int, d2: int) -> tuple[GameState, str]:
     rolls = state.rolls + 1
     if state.decide_only and state.point is None:
         return replace(state, shooter_rolls=state.shooter_rolls + 1, rolls=rolls,
-                       decide_only=t != 7), "decide-only"
+                       decide_only=t != 7, point_made=state.point_made and t != 7), "decide-only"
     if state.point is None:
         if t in POINTS:
-            return replace(state, point=t, shooter_rolls=state.shooter_rolls + 1, rolls=rolls), "point-set"
+            return replace(state, point=t, shooter_rolls=state.shooter_rolls + 1, rolls=rolls,
+                           point_made=False), "point-set"
         outcome = "natural" if t in (7, 11) else "craps"
-        return replace(state, shooter_rolls=state.shooter_rolls + 1, rolls=rolls), outcome
+        return replace(state, shooter_rolls=state.shooter_rolls + 1, rolls=rolls, point_made=False), outcome
     if t == state.point:
-        return replace(state, point=None, shooter_rolls=state.shooter_rolls + 1, rolls=rolls), "point-made"
+        return replace(state, point=None, shooter_rolls=state.shooter_rolls + 1, rolls=rolls,
+                       point_made=True), "point-made"
     if t == 7:  # loser 7: the shooter passes the dice, (i)(1)(i)
         return GameState(point=None, shooter=state.shooter + 1, shooter_rolls=0, rolls=rolls), "seven-out"
     return replace(state, shooter_rolls=state.shooter_rolls + 1, rolls=rolls), "no-decision"
@@ -71,7 +78,7 @@ def change_shooter(state: GameState) -> GameState:
     (9 NYCRR 5324.52(i)(1),(3); N.J.A.C. 13:69F-1.11(a),(c)). Rolls only to decide come and
     don't come wagers end: only the previous shooter makes them, and the new shooter makes a
     pass or don't pass bet ((g), (i)(2))."""
-    return replace(state, shooter=state.shooter + 1, shooter_rolls=0, decide_only=False)
+    return replace(state, shooter=state.shooter + 1, shooter_rolls=0, decide_only=False, point_made=False)
 
 
 def set_decide_only(state: GameState, on: bool) -> GameState:
@@ -79,10 +86,14 @@ def set_decide_only(state: GameState, on: bool) -> GameState:
     wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)).
 
     Raises:
-        ValueError: started while a point is established ("after making the come out point":
-            they follow a decision, on what would be a come-out roll).
+        ValueError: started while a point is established, or when the last decision was not
+            a point made ("after making the come out point": not after a come-out natural,
+            craps or a seven-out).
     """
     if on and state.point is not None:
         raise ValueError(f"rolls only to decide come/don't come wagers start after a decision, "
                          f"not while the point is {state.point} (9 NYCRR 5324.52(i)(2))")
+    if on and not state.decide_only and not state.point_made:
+        raise ValueError("rolls only to decide come/don't come wagers follow a point made "
+                         "(\"after making the come out point\", 9 NYCRR 5324.52(i)(2))")
     return replace(state, decide_only=bool(on))

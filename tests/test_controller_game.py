@@ -86,8 +86,21 @@ def test_rolls_only_to_decide_come_and_dont_come_wagers():
     assert (outcome, s.decide_only, s.shooter, s.shooter_roll) == ("decide-only", False, 1, 5)
     s, outcome = advance(s, (3, 3))
     assert (outcome, s.point) == ("point-set", 6)                  # the game proceeds
-    assert state_from_json(set_decide_only(GameState(), True).to_json()).decide_only is True
-    assert set_decide_only(set_decide_only(GameState(), True), False).decide_only is False
+    made = GameState(last_outcome="point-made", shooter_roll=2)
+    assert state_from_json(set_decide_only(made, True).to_json()).decide_only is True
+    assert set_decide_only(set_decide_only(made, True), False).decide_only is False
+    # "after making the come out point": not at the session's start, nor after a come-out
+    # natural or craps (N.J.A.C. 13:69F-1.11(b) says the same); settlement refuses them too
+    for last in (None, "natural", "craps", "decide-only"):
+        with pytest.raises(ValueError, match=r"follow a point made .*5324.52\(i\)\(2\)"):
+            set_decide_only(GameState(last_outcome=last, shooter_roll=3), True)
+    # a new shooter (the dice taken by another player) has made no point
+    with pytest.raises(ValueError, match=r"not a new shooter"):
+        set_decide_only(new_shooter(made), True)
+    s, outcome = advance(made, (5, 6))
+    assert outcome == "natural"
+    with pytest.raises(ValueError, match=r"not a natural"):
+        set_decide_only(s, True)
 
 
 def test_bad_input():

@@ -105,6 +105,36 @@ def test_decide_only_rolls_end_when_the_dice_pass_to_a_new_shooter(name):
     assert t.state.point == 5
 
 
+@pytest.mark.parametrize("name", ["ny-5324", "nj-13-47"])
+def test_decide_only_rolls_follow_only_a_point_made_by_the_shooter(name):
+    """9 NYCRR 5324.52(i)(2), N.J.A.C. 13:69F-1.11(b): "If, after making the come out point, the
+    shooter elects not to place a pass or don't pass bet". After a come-out 11 or a come-out
+    craps the come bets on numbers remain (neither decides them), but no point was made: the
+    rolls are refused, as the controller refuses them (controller.game.set_decide_only); so they
+    are for a new shooter, and after a 7 ended them."""
+    t = _table(name)
+    _bet(t, "p", "pass", 500)
+    t.roll((2, 2))                       # point 4
+    _bet(t, "q", "come", 500)
+    t.roll((4, 5))                       # come -> 9
+    t.roll((1, 3))                       # point made; the come on 9 remains
+    _bet(t, "p", "pass", 500)
+    t.roll((5, 6))                       # come-out 11: pass wins, the come on 9 stays
+    assert [w.number for w in t.wagers if w.kind == "come"] == [9]
+    with pytest.raises(Rejected, match="follow a point made") as exc:
+        t.decide_only(True)
+    assert exc.value.rule == {"ny-5324": "9 NYCRR 5324.52(i)(2)", "nj-13-47": "N.J.A.C. 13:69F-1.11(b)"}[name]
+    t.roll((1, 1))                       # come-out craps: the come on 9 stays
+    with pytest.raises(Rejected, match="follow a point made"):
+        t.decide_only(True)
+    assert t.state.decide_only is False
+    t.roll((4, 4))                       # point 8
+    t.roll((6, 2))                       # point 8 made: now the shooter may
+    assert [(w.kind, w.number) for w in t.wagers] == [("come", 9)]
+    t.decide_only(True)
+    assert t.state.decide_only is True
+
+
 def test_ny4620_shooter_keeps_the_dice_until_a_decision():
     """9 NYCRR 4620.3(c)(3): "If the shooter throws a 4, 5, 6, 8, 9, 10, that number becomes the
     shooter's point and the shooter continues throwing until either: (i) he throws his point again,
