@@ -258,7 +258,8 @@ def run_demo(args: argparse.Namespace) -> int:
         lat = sorted(stats.latencies_s)
         med = lat[len(lat) // 2] * 1000 if lat else float("nan")
         say(f"done: {stats.total_verdicts} verdicts ({stats.verdicts['roll']} rolls, {stats.verdicts['no-roll']} "
-            f"no rolls, {stats.verdicts['boxperson']} boxperson calls), {stats.offers} dice offer{'' if stats.offers == 1 else 's'} (no verdict), "
+            f"no rolls, {stats.verdicts['boxperson']} boxperson calls), "
+            f"{stats.offers} dice offer{'' if stats.offers == 1 else 's'} (no verdict), "
             f"{settlement.wagers} wagers settled, "
             f"{stats.frames} frames in {time.monotonic() - started:.1f} s; rest-to-published median {med:.1f} ms")
         say("balances (stakes still on the layout counted as paid in): "

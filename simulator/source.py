@@ -12,8 +12,9 @@ Each throw is played as a sequence of frames at ``fps`` frames per second of tab
 Before a throw listed in ``offers`` (a change of shooter), ``idle_s`` of empty table and a dice
 offer are played first (:mod:`simulator.offer`, 9 NYCRR 5324.52(i)(3), (i)(4)): five dice slid
 by the stick from the dice cup to a player, at rest, two picked up and three returned to the
-cup, where they stay as the spare dice from then on. Its frames' truth has ``"phase": "offer"``, ``"stage"`` (``"slide"``,
-``"rest"``, ``"return"``, ``"returned"``) and per die ``value``, ``centre_mm`` and ``centre_px``.
+cup, where they stay as the spare dice from then on. Its frames' truth has ``"phase":
+"offer"``, ``"stage"`` (``"slide"``, ``"rest"``, ``"return"``, ``"returned"``) and per die
+``value``, ``centre_mm`` and ``centre_px``.
 
 Every :class:`camera.base.Frame` carries ``truth``::
 
@@ -325,7 +326,8 @@ class SimSource:
 
     @staticmethod
     def _foreign_truth(table: TableGeometry, n: int, t: float) -> list[dict]:
-        return [{"value": FOREIGN_FACES[i][0], "centre_mm": [round(float(p.pos_mm[0]), 2), round(float(p.pos_mm[1]), 2)]}
+        return [{"value": FOREIGN_FACES[i][0],
+                 "centre_mm": [round(float(p.pos_mm[0]), 2), round(float(p.pos_mm[1]), 2)]}
                 for i, p in enumerate(foreign_poses(table, n, t))]
 
     @staticmethod

@@ -325,8 +325,9 @@ def test_service_offer_needs_the_motion_away_from_the_far_wall(tmp_path):
     service, _ = build_service(cfg, source=None, publisher=pub, lamp_driver=NullLampDriver(), reader=reader)
     service.observe = observe
     service.start()
-    frames = [np.full((120, 160, 3), 60, np.uint8)] * 8 + [np.full((120, 160, 3), 60 + 20 * (k % 2 + 1), np.uint8)
-                                                          for k in range(4)] + [np.full((120, 160, 3), 80, np.uint8)] * 8
+    frames = ([np.full((120, 160, 3), 60, np.uint8)] * 8
+              + [np.full((120, 160, 3), 60 + 20 * (k % 2 + 1), np.uint8) for k in range(4)]
+              + [np.full((120, 160, 3), 80, np.uint8)] * 8)
     out = [b for i, img in enumerate(frames) if (b := service.process(Frame(img, i / 30, i)))]
     assert [(b["verdict"], b["reason"]) for b in out] == [("boxperson", "extra-dice")]
     assert service.stats.offers == 0 and service.store.state.shooter_roll == 0
