@@ -149,11 +149,13 @@ def _demo_source(cfg: TableConfig, args, tmp: Path):
         seed = cfg.camera.sim_seed if args.seed is None else args.seed
         # 960x540 at 60 fps: a die is ~13 px, which the reader reads; the far-wall track needs
         # the 60 fps (at 30 fps a die crosses 130 mm a frame and good throws were called
-        # far-wall-missed, 2 in 20)
+        # far-wall-missed, 2 in 20). Play starts with the stickperson offering the dice to the
+        # first shooter (9 NYCRR 5324.52(f)(1), (f)(3); simulator/offer.py): no verdict. (The
+        # simulator cannot offer at later changes of shooter: it does not know the game.)
         return SimSource(cfg.camera.sim_scenario, seed=seed, width=960, height=540, fps=60,
                          throws=args.rolls + 5, idle_s=0.4, rest_s=0.6,
-                         spare_dice=cfg.camera.sim_spare_dice), \
-            f"simulated table ({cfg.camera.sim_scenario}, seed {seed})"
+                         spare_dice=cfg.camera.sim_spare_dice, offers=(0,)), \
+            f"simulated table ({cfg.camera.sim_scenario}, seed {seed}, dice offered to the first shooter)"
     from camera.replay import ReplaySource
 
     for folder in (REPO / "tests" / "data" / "dice", SHARED / "data" / "dice-photos" / "topdown-tray" / "images"):
@@ -256,7 +258,9 @@ def run_demo(args: argparse.Namespace) -> int:
         lat = sorted(stats.latencies_s)
         med = lat[len(lat) // 2] * 1000 if lat else float("nan")
         say(f"done: {stats.total_verdicts} verdicts ({stats.verdicts['roll']} rolls, {stats.verdicts['no-roll']} "
-            f"no rolls, {stats.verdicts['boxperson']} boxperson calls), {settlement.wagers} wagers settled, "
+            f"no rolls, {stats.verdicts['boxperson']} boxperson calls), "
+            f"{stats.offers} dice offer{'' if stats.offers == 1 else 's'} (no verdict), "
+            f"{settlement.wagers} wagers settled, "
             f"{stats.frames} frames in {time.monotonic() - started:.1f} s; rest-to-published median {med:.1f} ms")
         say("balances (stakes still on the layout counted as paid in): "
             + ", ".join(f"{n} {cents(c)}" for n, c in settlement.balances.items()))

@@ -73,7 +73,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from controller import far_wall
+from controller import far_wall, offer
 from controller.irregularity_profile import COCKED_AS_READ, IrregularityProfile
 from controller.policy import NY_5324
 from controller.verdict import ZONE_PLAYING, DieObservation, ThrowFacts, Verdict, decide
@@ -638,7 +638,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                   reread: Callable[[tuple[float, float], float], DieReading | None] | None = None,
                   track_shared: Sequence[Sequence[bool]] | None = None,
                   spares: Sequence[DieReading] | None = None,
-                  cup_changed: bool | None = None) -> ObservedThrow:
+                  cup_changed: bool | None = None,
+                  track_seen: Sequence[tuple[float, float, float]] | None = None) -> ObservedThrow:
     """Turn the dice seen at rest into verdict observations (see the module docstring).
 
     Args:
@@ -684,6 +685,9 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             ``True``, a die came to rest in it, so at least one die in the cup is a thrown die
             even where the reader could not tell it from the spares (landed on them); ``None``
             or ``False``: the dice in the cup decide alone.
+        track_seen: every component the tracker found moving, ``(t_s, x_mm, y_mm)``
+            (``ThrowTracker.seen``), with ``track`` for ``facts.far_wall_approached``
+            (controller/offer.py: dice offered to a new shooter never come near the far wall).
 
     Returns:
         :class:`ObservedThrow`.
@@ -1325,7 +1329,11 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     struck = found.struck
     if struck is False:
         notes.append(f"a die did not strike the far wall ({found.how}), (k)(2)(ii)")
-    facts = ThrowFacts(timed_out=timed_out, struck_far_wall=struck)
+    moved = None
+    if track is not None or track_seen is not None:
+        moved = [p for t in (track or ()) for p in far_wall.track_points(t)] + list(track_seen or ())
+    approached = offer.far_wall_approached(moved, wall, strikes=wall_strikes, window=window, gap_s=tol.strike_gap_s)
+    facts = ThrowFacts(timed_out=timed_out, struck_far_wall=struck, far_wall_approached=approached)
     return ObservedThrow(tuple(observations), facts, tuple(positions), tuple(notes))
 
 

@@ -5,11 +5,24 @@ Phases (``RollLifecycle.phase``)::
     settling --rest--> waiting | decided          (start-up, and after a timed-out throw)
     waiting  --motion--> in-motion                (a throw from an empty table; bets closed)
     in-motion --N still frames--> [read] -> verdict -> decided
+                                         | offered -> decided  (dice offered to a new shooter:
+                                                                no verdict, controller/offer.py)
     in-motion --timeout--> verdict "not-at-rest" -> settling
     decided  --motion--> clearing                 (dice picked up, or thrown again)
     clearing --N still frames--> [read] -> waiting (table empty)
                                          | decided (same dice where they were: no new throw)
+                                         | offered -> decided  (after an offer: some of the
+                                                                offered dice where they were,
+                                                                the shooter selecting two)
                                          | verdict (other dice at rest: a new throw)
+
+A dice offer (9 NYCRR 5324.52(i)(3), (i)(4); (f)(1), (f)(3)): the stickperson pushes the set of
+five or more dice to the new shooter, who selects two; the rest go back to the cup. Its motion
+from the empty table starts as a throw; at rest the caller, having judged it an offer, reports
+``on_read(scene, offer=True)`` and the offered dice are then treated as a verdict's dice: their
+selection and return to the cup is clearing, the empty table (or dice only in the cup) after it
+is waiting, and the shooter's throw from it an ordinary throw. An armed motion (:meth:`arm`) is
+always a throw, never an offer.
 
 "At rest" is 9 NYCRR 5324.52(h)(1) "when the dice come to rest": no motion inside the table area
 for ``still_frames`` consecutive frames. Motion is frame differencing on a downscaled, blurred
@@ -58,6 +71,7 @@ READ_VERDICT = "verdict"
 READ_CLEARED = "cleared"
 READ_UNCHANGED = "unchanged"
 READ_SETTLED = "settled"
+READ_OFFERED = "offered"
 
 
 class MotionDetector:
@@ -202,6 +216,25 @@ class SceneDie:
 Scene = tuple[SceneDie, ...]
 
 
+def within_scene(a: Scene, b: Scene, tolerance_px: float) -> bool:
+    """``True`` when every die of ``a`` is a distinct die of ``b`` (same value, centres within
+    ``tolerance_px``), matched greedily by nearest centre: ``a`` is ``b`` with dice taken away.
+    An empty ``a`` is within any ``b``."""
+    if len(a) > len(b):
+        return False
+    left = list(b)
+    for die in a:
+        best, best_d = None, None
+        for other in left:
+            d = ((die.x - other.x) ** 2 + (die.y - other.y) ** 2) ** 0.5
+            if other.value == die.value and (best_d is None or d < best_d):
+                best, best_d = other, d
+        if best is None or best_d is None or best_d > tolerance_px:
+            return False
+        left.remove(best)
+    return True
+
+
 def same_scene(a: Scene, b: Scene, tolerance_px: float) -> bool:
     """``True`` when ``a`` and ``b`` have the same dice (values) within ``tolerance_px`` of each
     other's centres, matched greedily by nearest centre."""
@@ -266,6 +299,8 @@ class RollLifecycle:
         self._motion_t: float | None = None
         self._scene: Scene = ()
         self._armed = False
+        self._armed_throw = False      # the motion in progress was started by arm()
+        self._offered: Scene = ()      # the dice of an offer still on the table
         self._reading_from: str | None = None
 
     @property
@@ -273,6 +308,17 @@ class RollLifecycle:
         """During a read: the phase the rest was reached in (``"in-motion"``, ``"clearing"``,
         ``"settling"``), else ``None``."""
         return self._reading_from if self.phase == "reading" else None
+
+    @property
+    def armed_throw(self) -> bool:
+        """The throw in motion (or being read) was started by :meth:`arm`."""
+        return self._armed_throw
+
+    @property
+    def offer_on_table(self) -> bool:
+        """Dice of an offer to a new shooter are on the table (until it is empty again or a
+        throw is decided)."""
+        return bool(self._offered)
 
     @property
     def bets_closed(self) -> bool:
@@ -299,7 +345,7 @@ class RollLifecycle:
                 return Step(STEP_NONE)
             self._still, self._motion_t = 0, t
             if self.phase == WAITING or self._armed:
-                self._armed = False
+                self._armed_throw, self._armed = self._armed, False
                 self.phase = IN_MOTION
                 return Step(STEP_THROW)
             self.phase = CLEARING
@@ -323,16 +369,22 @@ class RollLifecycle:
             return Step(STEP_READ, rest_t=self._rest_t)
         return Step(STEP_NONE)
 
-    def on_read(self, scene: Scene) -> str:
+    def on_read(self, scene: Scene, *, offer: bool = False) -> str:
         """Report the dice read at rest after a ``"read"`` step.
 
         Args:
             scene: the dice seen (see :class:`SceneDie`), empty for an empty table.
+            offer: the caller judged the dice at rest a set offered to a new shooter
+                (controller/offer.py). Taken only at the rest of an unarmed motion from an
+                empty table (read from ``"in-motion"``, :attr:`armed_throw` false); ignored
+                otherwise.
 
         Returns:
-            ``"verdict"`` (a throw: decide it now), ``"cleared"`` (the table is empty),
-            ``"unchanged"`` (the same dice where they were: no new throw) or ``"settled"``
-            (start-up or after a timeout: the scene is recorded, no verdict).
+            ``"verdict"`` (a throw: decide it now), ``"offered"`` (dice offered to a new
+            shooter, or some of them left where they were while the shooter selects: no
+            verdict), ``"cleared"`` (the table is empty), ``"unchanged"`` (the same dice where
+            they were: no new throw) or ``"settled"`` (start-up or after a timeout: the scene
+            is recorded, no verdict).
 
         Raises:
             RuntimeError: when no read was requested.
@@ -340,20 +392,32 @@ class RollLifecycle:
         if self.phase != "reading":
             raise RuntimeError(f"on_read called in phase {self.phase!r}, not after a 'read' step")
         origin, self._reading_from, self._still = self._reading_from, None, 0
+        armed, self._armed_throw = self._armed_throw, False
+        scene = tuple(scene)
         if origin == IN_MOTION:
-            self._scene, self.phase = tuple(scene), DECIDED
+            self._scene, self.phase = scene, DECIDED
+            if offer and not armed and scene:
+                self._offered = scene
+                return READ_OFFERED
+            self._offered = ()
             return READ_VERDICT
         if origin == SETTLING:
-            self._scene, self.phase = tuple(scene), (DECIDED if scene else WAITING)
+            self._offered = ()
+            self._scene, self.phase = scene, (DECIDED if scene else WAITING)
             return READ_SETTLED
         # clearing
         if not scene:
-            self._scene, self.phase = (), WAITING
+            self._scene, self._offered, self.phase = (), (), WAITING
             return READ_CLEARED
         if same_scene(scene, self._scene, self.same_tolerance_px):
             self.phase = DECIDED
             return READ_UNCHANGED
-        self._scene, self.phase = tuple(scene), DECIDED
+        if self._offered and within_scene(scene, self._offered, self.same_tolerance_px):
+            # dice of the offer taken away (selected, or returned to the cup), the rest where
+            # they were: still the offer, 9 NYCRR 5324.52(i)(4)
+            self._scene, self.phase = scene, DECIDED
+            return READ_OFFERED
+        self._scene, self._offered, self.phase = scene, (), DECIDED
         return READ_VERDICT
 
     def retry_read(self) -> None:

@@ -34,8 +34,9 @@ from camera.base import Frame, FrameError, FrameSource
 from controller.game import GameState, advance, new_shooter, set_decide_only
 from controller.health import HealthMonitor, HealthStatus, frame_digest, frame_level
 from controller.lamps import LampController
-from controller.lifecycle import (CLEARING, IN_MOTION, READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT,
-                                  MotionDetector, RollLifecycle, SceneDie)
+from controller.lifecycle import (CLEARING, IN_MOTION, READ_OFFERED, READ_VERDICT, STEP_READ, STEP_THROW,
+                                  STEP_TIMEOUT, MotionDetector, RollLifecycle, SceneDie)
+from controller.offer import OfferFinding, judge_offer
 from controller.irregularity_profile import SHOOTER_CHANGES
 from controller.policy import NY_5324, Action, Policy
 from controller.reasons import STAFF_CALL_REASONS, Reason
@@ -134,12 +135,14 @@ class ServiceStats:
         latencies_s: wall seconds from the deciding frame's arrival to its message published
             (the last 10,000).
         faults: faults seen (reader or source errors).
+        offers: sets of dice offered to a new shooter (controller/offer.py): no verdict.
     """
 
     frames: int = 0
     verdicts: dict[str, int] = field(default_factory=lambda: {"roll": 0, "no-roll": 0, "boxperson": 0})
     latencies_s: deque = field(default_factory=lambda: deque(maxlen=10_000))
     faults: int = 0
+    offers: int = 0
 
     @property
     def total_verdicts(self) -> int:
@@ -641,17 +644,26 @@ class TableService:
             observations = list(observations)
         else:
             observations, facts = self._observe(readings), ThrowFacts()
-        if self.lifecycle.reading_from == CLEARING and observations and \
+        origin = self.lifecycle.reading_from
+        if origin == CLEARING and observations and \
                 all(o.zone == "dice_cup" for o in observations):
             # after a verdict, the table cleared and the dice put in the cup (the stickperson
             # returns dice there, 9 NYCRR 5324.52(a)(5), (f)(3)): a cleared table, not a throw
             # of dice at rest in the cup
             observations = []
+        on_table = observations
+        if origin == CLEARING and self.lifecycle.offer_on_table:
+            # an offer's dice not selected go back to the cup, (i)(4): those already there are
+            # off the table, the rest are compared with the offer
+            on_table = [o for o in observations if o.zone != "dice_cup"]
         scene = tuple(SceneDie(o.reading.value, float(o.reading.centre[0]), float(o.reading.centre[1]))
-                      for o in observations)
-        outcome = self.lifecycle.on_read(scene)
+                      for o in on_table)
+        offer = self._judge_offer(observations, facts) if origin == IN_MOTION else None
+        outcome = self.lifecycle.on_read(scene, offer=offer is not None and offer.offered)
         if not scene:
             self._empty_ref = self.motion.snapshot()
+        if outcome == READ_OFFERED and offer is not None and offer.offered:
+            self._dice_offered(offer, frame)
         if outcome != READ_VERDICT:
             self._drop_call(f"the motion was not a throw ({outcome})")
             return None
@@ -659,6 +671,26 @@ class TableService:
         if self.rounds is not None:  # at rest; dice resting where they rested: a no roll
             verdict = self.rounds.review(verdict, frame.t)
         return self._commit_and_publish(verdict, frame, arrived)
+
+    def _judge_offer(self, observations: Sequence[DieObservation], facts: ThrowFacts) -> OfferFinding | None:
+        """Whether the dice at rest after a motion from the empty table were offered to a new
+        shooter (controller/offer.py), or ``None`` where no offer is possible: an armed motion
+        (a rig's shaker throws) or a table with a round driver (automated and stadium rigs
+        offer no dice)."""
+        if self.lifecycle.armed_throw or self.rounds is not None:
+            return None
+        finding = judge_offer(observations, facts, awaiting_new_shooter=self.store.state.shooter_roll == 0)
+        if not finding.offered and finding.dice >= 3:
+            log.info("more than two dice at rest, decided as a throw: %s", finding.why)
+        return finding
+
+    def _dice_offered(self, offer: OfferFinding, frame: Frame) -> None:
+        """Dice offered to the new shooter (9 NYCRR 5324.52(i)(3), (i)(4)): no verdict, nothing
+        published; counted in :attr:`stats` (``offers``) and logged (event ``dice-offered``)."""
+        self.stats.offers += 1
+        log.info("dice offered to shooter %d: %s", self.store.state.shooter, offer.why,
+                 extra={"event": "dice-offered", "dice": offer.dice, "shooter": self.store.state.shooter,
+                        "frame_index": frame.index})
 
     def _read_dice(self, image: np.ndarray) -> list[DieReading]:
         """Read the dice, only inside the table area's bounding box (plus a margin) when

@@ -81,6 +81,7 @@ class ThrowTracker:
         self._shared: list[list[bool]] = [[] for _ in range(self.max_dice)]
         self._last_px: list[tuple[float, float, float] | None] = [None] * self.max_dice
         self._prev_px: list[tuple[float, float, float] | None] = [None] * self.max_dice
+        self._seen: list[tuple[float, float, float]] = []
 
     def _grey(self, image: np.ndarray) -> np.ndarray:
         """The downscaled frame (colour kept: a red die on green felt has about the felt's grey)."""
@@ -111,6 +112,7 @@ class ThrowTracker:
         self._shared = [[] for _ in range(self.max_dice)]
         self._last_px = [None] * self.max_dice
         self._prev_px = [None] * self.max_dice
+        self._seen = []
 
     def _inner_edges(self, playing) -> list[tuple[np.ndarray, np.ndarray]]:
         """The playing area's edges in full-size pixels as ``(point, inward unit normal)``,
@@ -187,6 +189,8 @@ class ThrowTracker:
         blobs, labels = self._blobs(grey)
         if not blobs:
             return
+        mm_all = self.cal.to_mm([[b[0], b[1]] for b in blobs])
+        self._seen.extend((float(t), float(x), float(y)) for x, y in np.asarray(mm_all).reshape(-1, 2))
         shared = False
         if len(blobs) >= 2:
             points = [(x, y) for x, y, _, _ in blobs[: self.max_dice]]
@@ -288,6 +292,13 @@ class ThrowTracker:
     def tracks(self) -> list[list[tuple[float, float, float]]]:
         """Per die, the ``(t_s, x_mm, y_mm)`` points seen (copies)."""
         return [list(t) for t in self._tracks]
+
+    def seen(self) -> list[tuple[float, float, float]]:
+        """Every component found in every frame (not only the two followed as dice), as
+        ``(t_s, x_mm, y_mm)``: its centroid mapped to the felt plane (no parallax correction: a
+        die in the air appears further from the camera's nadir). Where anything moved, for
+        telling dice offered to a shooter from a throw (controller/offer.py)."""
+        return list(self._seen)
 
     def shared(self) -> list[list[bool]]:
         """Per die and point of :meth:`tracks`: ``True`` where the point came from one

@@ -74,10 +74,15 @@ class ThrowFacts:
         timed_out: the dice did not come to rest within the rest timeout.
         struck_far_wall: ``True``/``False`` when a wall sensor or the motion track knows,
             ``None`` when unknown (not checked).
+        far_wall_approached: anything the tracker saw moving came near the far wall, or the
+            far-wall sensor rang during the motion (``True``); the motion was tracked and
+            nothing came near (``False``); not tracked (``None``). Not a verdict rule: it tells
+            dice offered to a new shooter from a throw (controller/offer.py).
     """
 
     timed_out: bool = False
     struck_far_wall: bool | None = None
+    far_wall_approached: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

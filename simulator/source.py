@@ -9,6 +9,13 @@ Each throw is played as a sequence of frames at ``fps`` frames per second of tab
 4. pick-up: the dice vanish (the stickperson collects them) and the next throw's ``idle``
    frames begin.
 
+Before a throw listed in ``offers`` (a change of shooter), ``idle_s`` of empty table and a dice
+offer are played first (:mod:`simulator.offer`, 9 NYCRR 5324.52(i)(3), (i)(4)): five dice slid
+by the stick from the dice cup to a player, at rest, two picked up and three returned to the
+cup, where they stay as the spare dice from then on. Its frames' truth has ``"phase":
+"offer"``, ``"stage"`` (``"slide"``, ``"rest"``, ``"return"``, ``"returned"``) and per die
+``value``, ``centre_mm`` and ``centre_px``.
+
 Every :class:`camera.base.Frame` carries ``truth``::
 
     {"throw": int, "phase": "idle" | "motion" | "rest", "t": float, "scenario": str,
@@ -41,6 +48,7 @@ import numpy as np
 from camera.base import Frame
 
 from .geometry import CHIP_DIAMETER_MM, CameraConfig, TableGeometry, default_spares
+from .offer import FOREIGN_FACES, FOREIGN_REST_S, after_offer, foreign_poses, offer_motion
 from .physics import TableSim
 from .render import DicePose, Renderer
 from .scenarios import DEFAULT_TIMEOUT_S, SCENARIOS, irregularities, plan_throw
@@ -70,6 +78,14 @@ class SimSource:
             leave it off.
         spare_dice: spare dice resting in the dice cup, 0..3 (:func:`default_spares`, in
             place of ``geometry``'s), 9 NYCRR 5324.52(a)(5).
+        offers: indices of the throws before which the stickperson offers the dice to a new
+            shooter (:mod:`simulator.offer`; e.g. ``(0,)``, the start of play). From the first
+            offer on, the cup holds the three dice returned to it. Not played with
+            :meth:`throw_on_command` (an automated rig offers no dice).
+        foreign: throw index -> foreign dice (1..4) thrown with the pair, drawn kinematically
+            (:func:`simulator.offer.foreign_poses`: they strike the far wall and roll back to
+            rest on the layout; the physics does not know them), in ``truth["foreign"]``
+            (``value``, ``centre_mm``) of that throw's motion and rest frames.
 
     A simulated far-wall strike sensor: :meth:`on_wall_strike` registers a callback that is
     given, before the frame in which it happens, the start of every contact of a die with the
@@ -87,7 +103,8 @@ class SimSource:
                  height: int = 720, fps: float = 60.0, throws: int | None = None,
                  geometry: TableGeometry | None = None, camera: CameraConfig | None = None,
                  idle_s: float = 0.5, rest_s: float = 1.0, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 realtime: bool = False, spare_dice: int = 0) -> None:
+                 realtime: bool = False, spare_dice: int = 0, offers=(),
+                 foreign: dict[int, int] | None = None) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
         if throws is not None and throws < 0:
@@ -102,6 +119,12 @@ class SimSource:
         self.camera_config = base.model_copy(update={"width": int(width), "height": int(height), "fps": float(fps)})
         CameraConfig.model_validate(self.camera_config.model_dump())   # re-check the overrides
         self.idle_s, self.rest_s, self.timeout_s = float(idle_s), float(rest_s), float(timeout_s)
+        self.offers = frozenset(int(k) for k in offers)
+        self.foreign = {int(k): int(n) for k, n in (foreign or {}).items()}
+        if any(not 0 <= n <= len(FOREIGN_FACES) for n in self.foreign.values()):
+            raise ValueError(f"foreign dice per throw must be 0..{len(FOREIGN_FACES)}, got {self.foreign}")
+        if any(k < 0 for k in self.offers):
+            raise ValueError(f"offers must be throw indices >= 0, got {sorted(self.offers)}")
         self.realtime = realtime
         self._closed = False
         self._renderers: dict[TableGeometry, Renderer] = {}
@@ -181,22 +204,48 @@ class SimSource:
         t_table = 0.0
         wall0 = time.monotonic()
         k = 0
+        table = self.geometry
+        src = ""
+
+        def emit(image, truth):
+            nonlocal index, t_table
+            if self.realtime:
+                lag = wall0 + t_table - time.monotonic()
+                if lag > 0:
+                    time.sleep(lag)
+            f = Frame(image=image, t=round(t_table, 6), index=index, source=src, truth=truth)
+            index += 1
+            t_table += dt
+            return f
+
         while not self._closed and (self.throws is None or k < self.throws):
-            plan = plan_throw(self.scenario, self.seed + k, self.geometry, self.timeout_s)
+            gate = getattr(self, "_throw_gate", None)   # throw_on_command(): see there
+            if k in self.offers and gate is None:
+                src = f"sim:offer:{k}"
+                r = self._renderer(table)
+                for _ in range(int(round(self.idle_s * fps))):     # the empty table before it
+                    if self._closed:
+                        return
+                    yield emit(r.render([], index), {"throw": k, "phase": "idle", "t": round(t_table, 6),
+                                                     "scenario": self.scenario, "seed": self.seed + k,
+                                                     "dice": [], "stacks": []})
+                r = self._renderer(table.model_copy(update={"spare_dice": ()}))
+                for stage, values, poses in offer_motion(table, fps=fps, motion_blur=self.camera_config.motion_blur):
+                    if self._closed:
+                        return
+                    truth = {"throw": k, "phase": "offer", "stage": stage, "t": round(t_table, 6),
+                             "scenario": self.scenario, "seed": self.seed + k, "stacks": [],
+                             "dice": [{"value": v, "centre_mm": [round(float(p[-1].pos_mm[0]), 2),
+                                                                 round(float(p[-1].pos_mm[1]), 2)],
+                                       "centre_px": [round(c, 2) for c in r.die_centre_px(p[-1])]}
+                                      for v, p in zip(values, poses)]}
+                    yield emit(r.render(poses, index), truth)
+                table = after_offer(table)
+            plan = plan_throw(self.scenario, self.seed + k, table, self.timeout_s)
             r = self._renderer(plan.geometry)
             sim = self._sim(plan.geometry)
             src = f"sim:{self.scenario}:{plan.seed}"
-
-            def emit(image, truth):
-                nonlocal index, t_table
-                if self.realtime:
-                    lag = wall0 + t_table - time.monotonic()
-                    if lag > 0:
-                        time.sleep(lag)
-                f = Frame(image=image, t=round(t_table, 6), index=index, source=src, truth=truth)
-                index += 1
-                t_table += dt
-                return f
+            n_foreign = self.foreign.get(k, 0)
 
             extra_stacks = _stacks_json(plan.geometry.stacks[len(self.geometry.stacks):])
 
@@ -204,7 +253,6 @@ class SimSource:
                 return {"throw": k, "phase": phase, "t": round(t_table, 6), "scenario": self.scenario,
                         "seed": plan.seed, "dice": [], "stacks": extra_stacks}
 
-            gate = getattr(self, "_throw_gate", None)   # throw_on_command(): see there
             for _ in range(0 if gate is not None and k > 0 else int(round(self.idle_s * fps))):
                 if self._closed:
                     return
@@ -223,11 +271,13 @@ class SimSource:
             while True:
                 if self._closed:
                     return
-                poses: list[list[DicePose]] = [[], []]
+                poses: list[list[DicePose]] = [[], []] + [[] for _ in range(n_foreign)]
                 for _ in range(sub):
                     sim.advance(dt / sub)
                     for i, (p, q) in enumerate(sim.poses()):
                         poses[i].append(DicePose(p, q))
+                    for i, pose in enumerate(foreign_poses(table, n_foreign, sim.t)):
+                        poses[2 + i].append(pose)
                 # the frame at t_table shows the poses of its sub-steps, whose mean time is
                 # mid_t: a strike at t_hit is at t_table + (t_hit - mid_t) on the frame clock
                 mid_t = sim.t - dt * (sub - 1) / (2 * sub)
@@ -237,26 +287,31 @@ class SimSource:
                 rung = len(sim.wall_contacts)
                 if sim.t >= plan.timeout_s - 1e-9 and sim.t - dt < plan.timeout_s - 1e-9:
                     late = sim.moving()
-                moving = sim.moving() and sim.t < cap
+                moving = (sim.moving() or sim.t < FOREIGN_REST_S and n_foreign > 0) and sim.t < cap
                 truth = base_truth("motion")
                 truth["throw_t"] = round(sim.t, 6)
                 truth["dice"] = self._dice_truth(r, sim)
+                if n_foreign:
+                    truth["foreign"] = self._foreign_truth(table, n_foreign, sim.t)
                 if not moving:
                     truth["irregularities"] = sorted(irregularities(sim.die_states(), late or sim.moving()))
                 yield emit(r.render(poses, index), truth)
                 if not moving:
                     break
             still_moving = sim.moving()
-            final = [[DicePose(p, q)] for p, q in sim.poses()]
+            extra = [[p] for p in foreign_poses(table, n_foreign, sim.t)]
+            final = [[DicePose(p, q)] for p, q in sim.poses()] + extra
             for _ in range(int(round(self.rest_s * fps))):
                 if self._closed:
                     return
                 if still_moving:       # cut off while moving: keep simulating, no rest phase
                     sim.advance(dt)
-                    final = [[DicePose(p, q)] for p, q in sim.poses()]
+                    final = [[DicePose(p, q)] for p, q in sim.poses()] + extra
                 truth = base_truth("motion" if still_moving and sim.moving() else "rest")
                 truth["throw_t"] = round(sim.t, 6)
                 truth["dice"] = self._dice_truth(r, sim)
+                if n_foreign:
+                    truth["foreign"] = self._foreign_truth(table, n_foreign, sim.t)
                 truth["irregularities"] = sorted(irregularities(sim.die_states(), late or sim.moving()))
                 yield emit(r.render(final, index), truth)
             gate = getattr(self, "_throw_gate", None)
@@ -268,6 +323,12 @@ class SimSource:
                     truth = {**truth, "t": round(t_table, 6), "held": True}
                     yield emit(r.render(final, index), truth)   # sensor noise as on any frame
             k += 1
+
+    @staticmethod
+    def _foreign_truth(table: TableGeometry, n: int, t: float) -> list[dict]:
+        return [{"value": FOREIGN_FACES[i][0],
+                 "centre_mm": [round(float(p.pos_mm[0]), 2), round(float(p.pos_mm[1]), 2)]}
+                for i, p in enumerate(foreign_poses(table, n, t))]
 
     @staticmethod
     def _dice_truth(r: Renderer, sim: TableSim) -> list[dict]:

@@ -73,6 +73,9 @@ def test_demo_command_exits_0():
     verdict_lines = [ln for ln in out if ln.split(" ")[0] in ("ROLL", "NO", "BOXPERSON")]
     assert len(verdict_lines) == 3, proc.stdout
     assert out[-2].startswith("done: 3 verdicts")
+    # play starts with the dice offered to the first shooter (9 NYCRR 5324.52(f)(1), (f)(3)): no
+    # verdict, no boxperson call (before: "BOXPERSON ... extra-dice" stopped the table)
+    assert "1 dice offer (no verdict)" in out[-2] and "extra-dice" not in proc.stdout
     # the shipped table keeps 3 spare dice in the dice cup (9 NYCRR 5324.52(a)(5)): read on the
     # still table before each motion, they are never taken for thrown dice (before: the table
     # cleared by the stickperson, the spares left, was a second throw, "NO ROLL ... die-in-dice-cup")
