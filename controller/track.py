@@ -270,7 +270,10 @@ class ThrowTracker:
         dice = list(range(self.max_dice))
         pred = [self._predict_span(d, t) for d in dice]
         if all(p is None for p in pred):
-            return {d: points[d] if d < len(points) else points[-1] for d in dice}
+            # the first frame with anything in it: a lone die starts one track only (the other
+            # die, still in the shooter's hand or hidden, starts its own where it first shows:
+            # each track's first time is when its die entered the view, controller/release.py)
+            return {d: points[d] for d in dice if d < len(points)}
 
         def dist(d: int, p: tuple[float, float]) -> float:
             """Distance of ``p`` from the segment where track ``d`` can be."""
@@ -290,7 +293,9 @@ class ThrowTracker:
         return {d: points[0]}
 
     def tracks(self) -> list[list[tuple[float, float, float]]]:
-        """Per die, the ``(t_s, x_mm, y_mm)`` points seen (copies)."""
+        """Per die, the ``(t_s, x_mm, y_mm)`` points seen (copies). A track starts at the first
+        frame its die was seen apart (or split from a component holding both dice): one die
+        seen alone starts one track, the other starts when a second component shows."""
         return [list(t) for t in self._tracks]
 
     def seen(self) -> list[tuple[float, float, float]]:
