@@ -156,3 +156,26 @@ def test_a_no_roll_comes_first_and_a_profile_may_make_it_a_no_roll():
     data["actions"]["dice-not-simultaneous"] = "read"
     with pytest.raises(ProfileError, match="dice-not-simultaneous"):
         parse_profile(data)
+
+
+def test_simulated_late_release_goes_to_the_boxperson_and_a_natural_throw_does_not():
+    """Rendered camera frames at 60 fps (the bench's path, far-wall sensor): late-release seed 0
+    (a die released 0.336 s late) enters the view 0.336 s after the other and goes to the
+    boxperson under every profile; natural seed 0 has both dice in the first frame."""
+    from bench_module import irregularity_bench
+
+    ib = irregularity_bench()
+    bench = ib.Bench(load_profile("ny-5324"), "camera", 60.0, wall_sensor=True)
+    seen = bench.observe("late-release", 0)
+    assert seen["throw"].plan.release_gap_s == pytest.approx(0.336, abs=0.001)
+    firsts = sorted(t[0][0] for t in seen["track"])
+    assert firsts[1] - firsts[0] == pytest.approx(0.336, abs=1 / 60)
+    for name in SHIPPED:
+        row = bench.decide(seen, load_profile(name))
+        assert row["got"][:2] == ("boxperson", Reason.DICE_NOT_SIMULTANEOUS), (name, row)
+        assert row["expected"][:2] == ("boxperson", Reason.DICE_NOT_SIMULTANEOUS) and row["right"]
+        assert any("(k)(2)(i)" in n for n in row["notes"])
+    seen = bench.observe("natural", 0)
+    assert [t[0][0] for t in seen["track"]] == [pytest.approx(0.016)] * 2   # the first frame (2 ms steps)
+    row = bench.decide(seen)
+    assert Reason.DICE_NOT_SIMULTANEOUS not in (row["got"][1], row["expected"][1])
