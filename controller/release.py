@@ -11,9 +11,12 @@ verdict sends the throw to the boxperson under every shipped profile), not a no 
 
 What must not count: dice released together of which one is hidden for a few frames, by the
 other die (it shows again beside it) or by the hand (it shows again within a few frames).
-Hence three conditions (:func:`late_entry`): the gap is at least ``min_gap_s``; the late die
+Nor a die that was never thrown: one falling off a rail top onto the felt, or placed there.
+Hence four conditions (:func:`late_entry`): the gap is at least ``min_gap_s``; the late die
 enters at least ``min_apart_mm`` from where the first die is then; and, when the far wall is
-known, in the half of the table nearer the shooter.
+known, in the half of the table nearer the shooter, and thrown: within :data:`THROWN_S` of its
+entry it comes :data:`THROWN_MM` or more nearer the far wall (simulated camera, late-release
+seeds 0-99: 354-505 mm; a die leaving the hand at 3.5-5 m/s).
 """
 from __future__ import annotations
 
@@ -22,6 +25,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 Point = tuple[float, float, float]
+
+#: A die entering late counts as thrown when within this many seconds of its entry ...
+THROWN_S = 0.1
+#: ... it comes at least this many mm nearer the far wall (1 m/s; thrown dice make 3.5-5 m/s).
+THROWN_MM = 100.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +76,8 @@ def late_entry(tracks: Sequence[Sequence[Point]] | None, *, min_gap_s: float, mi
         far_wall: ``controller.far_wall.Wall`` (its ``depth(x, y)`` in mm), or ``None``.
         table_depth_mm: with ``far_wall``, the depth of the shooter's end from it (mm): the
             second die must enter at least half of it from the far wall (in the shooter's
-            half, where the hand is).
+            half, where the hand is). With ``far_wall`` the second die must also be thrown
+            (:data:`THROWN_MM` nearer the far wall within :data:`THROWN_S`).
 
     Returns:
         :class:`LateEntry`, or ``None`` when the entries do not show it.
@@ -95,6 +104,10 @@ def late_entry(tracks: Sequence[Sequence[Point]] | None, *, min_gap_s: float, mi
     apart = math.hypot(sx - fx, sy - fy)
     if apart < min_apart_mm:
         return None
-    if far_wall is not None and table_depth_mm is not None and far_wall.depth(sx, sy) < 0.5 * table_depth_mm:
-        return None
+    if far_wall is not None:
+        if table_depth_mm is not None and far_wall.depth(sx, sy) < 0.5 * table_depth_mm:
+            return None
+        soon = [far_wall.depth(float(p[1]), float(p[2])) for p in second if p[0] <= t2 + THROWN_S + 1e-9]
+        if far_wall.depth(sx, sy) - min(soon) < THROWN_MM:
+            return None
     return LateEntry(t1, t2, (fx, fy), (sx, sy), apart)

@@ -47,7 +47,8 @@ def test_late_entry_gives_times_and_places():
     assert "0.016 s" in note and "0.316 s" in note and "0.300 s later" in note and "(k)(2)(i)" in note
 
 
-@pytest.mark.parametrize("case", ["together", "short gap", "beside the other", "far half", "one track", "none"])
+@pytest.mark.parametrize("case", ["together", "short gap", "beside the other", "far half", "not thrown",
+                                  "one track", "none"])
 def test_no_late_entry(case):
     early = flight(0.016, 120.0, 250.0)
     tracks = {
@@ -55,9 +56,12 @@ def test_no_late_entry(case):
         # one frame short of the threshold: a die hidden for 5 frames
         "short gap": [early, flight(0.016 + 5 / 60, 450.0, 282.0)],
         # hidden by the other die 0.3 s, showing again beside it
-        "beside the other": [early, [(0.316, GEOM.length - 12.0, 280.0)]],
+        "beside the other": [early, flight(0.316, GEOM.length - 12.0, 280.0)],
         # something showing late beyond the middle of the table, away from the shooter's hand
-        "far half": [flight(0.016, 120.0, 250.0, n=10), [(0.316, 700.0, 282.0)]],
+        "far half": [flight(0.016, 120.0, 250.0, n=10), flight(0.316, 700.0, 282.0)],
+        # not thrown: a die falling off the shooter's end rail onto the felt 0.3 s in, moving
+        # 40 mm in its first 0.1 s (thrown dice make 350 mm and more)
+        "not thrown": [early, [(0.316 + k / 60, 12.0 + 6.0 * k, 282.0) for k in range(12)]],
         "one track": [early, []],
         "none": None,
     }[case]
@@ -139,7 +143,7 @@ def test_late_die_goes_to_the_boxperson_in_every_profile(name):
 
 def test_a_no_roll_comes_first_and_a_profile_may_make_it_a_no_roll():
     early = flight(0.016, 120.0, 250.0, n=60)
-    late_short = [(0.3 + k / 60, 110.0 + 10.0 * k, 300.0) for k in range(40)]   # never reaches the far wall
+    late_short = [(0.3 + k / 60, min(110.0 + 25.0 * k, 600.0), 300.0) for k in range(40)]   # stops mid-table
     v, _ = _judge([early, late_short])
     assert (v.kind, v.reason.value) == ("no-roll", "far-wall-missed")
     assert [r.value for r in v.irregularities][:2] == ["far-wall-missed", "dice-not-simultaneous"]
