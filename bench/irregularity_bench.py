@@ -282,6 +282,7 @@ class Bench:
                 tracker.add(th.times[k], render(th, ren, k))
             track = tracker.tracks()
             shared = tracker.shared()
+            copied = tracker.copied()
             at_rest = render(th, ren, -1)
             readings = read_dice(at_rest, expected_side_px=side)
             reread = functools.partial(read_die_at, at_rest)
@@ -292,6 +293,7 @@ class Bench:
         else:
             track = th.track
             shared = None
+            copied = [[False] * len(t) for t in track]   # the physics track: each die's own
             spares = spare_readings(g, ren, cal)
             readings = truth_readings(th.states, ren, cal) + spares
             cup_changed = any(st.rests_on == "cup" for st in th.states)
@@ -312,7 +314,7 @@ class Bench:
             else:
                 reads.append((st.value, near.value, float(near.confidence)))
         return {"throw": th, "calibration": cal, "readings": readings, "track": track, "reads": reads,
-                "reread": reread, "shared": shared, "spares": spares, "cup_changed": cup_changed}
+                "reread": reread, "shared": shared, "copied": copied, "spares": spares, "cup_changed": cup_changed}
 
     def decide(self, seen: dict, profile: IrregularityProfile | None = None) -> dict:
         """Decide an observed throw under ``profile`` (default the bench's) and compare."""
@@ -327,6 +329,7 @@ class Bench:
                                   objects=objects_for(g), track=seen["track"], timed_out=th.moving,
                                   wall_height_mm=g.wall_height, tolerances=tolerances_for(g),
                                   reread=seen.get("reread"), track_shared=seen.get("shared"),
+                                  track_copied=seen.get("copied"),
                                   spares=seen.get("spares"), cup_changed=seen.get("cup_changed"),
                                   wall_strikes=[t for t, _ in th.wall_contacts] if self.wall_sensor else None,
                                   window=(0.0, th.times[-1] if th.times else 1e9))

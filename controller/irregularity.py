@@ -651,7 +651,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                   track_shared: Sequence[Sequence[bool]] | None = None,
                   spares: Sequence[DieReading] | None = None,
                   cup_changed: bool | None = None,
-                  track_seen: Sequence[tuple[float, float, float]] | None = None) -> ObservedThrow:
+                  track_seen: Sequence[tuple[float, float, float]] | None = None,
+                  track_copied: Sequence[Sequence[bool]] | None = None) -> ObservedThrow:
     """Turn the dice seen at rest into verdict observations (see the module docstring).
 
     Args:
@@ -700,6 +701,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         track_seen: every component the tracker found moving, ``(t_s, x_mm, y_mm)``
             (``ThrowTracker.seen``), with ``track`` for ``facts.far_wall_approached``
             (controller/offer.py: dice offered to a new shooter never come near the far wall).
+        track_copied: per die and track point, ``True`` where the point is a copy of the other
+            die's (``ThrowTracker.copied``: a lone die in the first frame starts both tracks),
+            for when each die entered the view, 9 NYCRR 5324.52(k)(2)(i)
+            (controller/release.py); ``None``: not known, and no late entry is found.
 
     Returns:
         :class:`ObservedThrow`.
@@ -1347,13 +1352,13 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     approached = offer.far_wall_approached(moved, wall, strikes=wall_strikes, window=window, gap_s=tol.strike_gap_s)
     # --- the dice leave the hand together, 5324.52(k)(2)(i) ------------------------------------
     late, apart = None, None
-    if track is not None and tol.release_gap_s > 0:
+    if track is not None and track_copied is not None and tol.release_gap_s > 0:
         playing = geo.zones.get("playing") if geo is not None else None
         depth = (max(wall.depth(float(x), float(y)) for x, y in playing)
                  if wall is not None and playing is not None else None)
         late = release.late_entry(track, min_gap_s=tol.release_gap_s,
                                   min_apart_mm=tol.release_apart * (geo.size if geo is not None else 19.05),
-                                  far_wall=wall, table_depth_mm=depth)
+                                  far_wall=wall, table_depth_mm=depth, copied=track_copied)
         apart = late is not None
         if late is not None:
             notes.append(late.note())

@@ -3,9 +3,9 @@
 9 NYCRR 5324.52(k)(2)(i): a roll is invalid if "the dice do not leave the shooter's hand
 simultaneously"; the boxperson or stickperson has the authority to call it, (k)(2), whenever
 possible before the dice rest, (k)(3). The camera sees a die only once it leaves the hand:
-:class:`controller.track.ThrowTracker` starts each die's track where it first shows apart
-(one die seen alone starts one track), so each track's first time is its die's entry on the
-layout. A die entering the view well after the other, away from it and in the shooter's half of
+:class:`controller.track.ThrowTracker` starts both tracks at the first component and flags
+the copy where one die was seen alone (``ThrowTracker.copied``), so each track's first point
+of its own is its die's entry on the layout. A die entering the view well after the other, away from it and in the shooter's half of
 the table, did not leave the hand with it. What this module gives is evidence for a person (the
 verdict sends the throw to the boxperson under every shipped profile), not a no roll.
 
@@ -64,12 +64,18 @@ class LateEntry:
 
 
 def late_entry(tracks: Sequence[Sequence[Point]] | None, *, min_gap_s: float, min_apart_mm: float,
-               far_wall=None, table_depth_mm: float | None = None) -> LateEntry | None:
+               far_wall=None, table_depth_mm: float | None = None,
+               copied: Sequence[Sequence[bool]] | None = None) -> LateEntry | None:
     """The evidence that one die entered the view ``min_gap_s`` or more after the other.
 
     Args:
         tracks: per die its ``(t_s, x_mm, y_mm)`` points in time order
-            (``ThrowTracker.tracks``); ``None`` or fewer than two non-empty tracks: no evidence.
+            (``ThrowTracker.tracks``); ``None`` or fewer than two tracks with points of their
+            own: no evidence.
+        copied: per die and point, ``True`` where the point is a copy of the other die's
+            (``ThrowTracker.copied``: a lone die in the first frame starts both tracks); such
+            points are left out. ``None``: every point is the die's own (a late die then
+            shows as a jump, not a late start: no evidence).
         min_gap_s: seconds (> 0) the second entry must come after the first.
         min_apart_mm: mm the second die must enter from the first die's position then (a die
             hidden by the other shows again beside it).
@@ -91,6 +97,8 @@ def late_entry(tracks: Sequence[Sequence[Point]] | None, *, min_gap_s: float, mi
         raise ValueError(f"min_apart_mm must be >= 0, got {min_apart_mm}")
     if tracks is None:
         return None
+    if copied is not None:
+        tracks = [[p for p, c in zip(t, cs) if not c] for t, cs in zip(tracks, copied)]
     live = [list(t) for t in tracks if len(t) > 0]
     if len(live) < 2:
         return None

@@ -103,10 +103,19 @@ def test_tracker_starts_the_late_die_where_it_first_shows():
         dice = [(150.0 + 60.0 * k, 250.0)] + ([(140.0 + 60.0 * (k - 9), 300.0)] if k >= 9 else [])
         tr.add(t, frame(dice))
     tracks = tr.tracks()
-    assert [len(t) for t in tracks] == [12, 3]
-    assert tracks[0][0][0] == pytest.approx(1 / 60) and tracks[1][0][0] == pytest.approx(10 / 60)
-    assert tracks[1][0][1] == pytest.approx(140.0, abs=3.0) and tracks[1][0][2] == pytest.approx(300.0, abs=3.0)
+    # both tracks start at the lone die (a die on the other stays one component: both tracks
+    # must end there), the copy flagged; the late die's own points start at 10/60 s
+    assert [len(t) for t in tracks] == [12, 4]
+    assert tr.copied() == [[False] * 12, [True, False, False, False]]
+    assert tracks[1][0][:3] == tracks[0][0][:3]
+    assert tracks[0][0][0] == pytest.approx(1 / 60) and tracks[1][1][0] == pytest.approx(10 / 60)
+    assert tracks[1][1][1] == pytest.approx(140.0, abs=3.0) and tracks[1][1][2] == pytest.approx(300.0, abs=3.0)
     assert tracks[0][-1][1] == pytest.approx(150.0 + 60.0 * 11, abs=12.0)
+    ev = late_entry(tracks, min_gap_s=0.1, min_apart_mm=76.2, far_wall=WALL, table_depth_mm=GEOM.length,
+                    copied=tr.copied())
+    assert ev is not None and (ev.first_s, ev.second_s) == (pytest.approx(1 / 60), pytest.approx(10 / 60))
+    # without the flags the copy counts as the late die's own point: no late entry
+    assert late_entry(tracks, min_gap_s=0.1, min_apart_mm=76.2, far_wall=WALL, table_depth_mm=GEOM.length) is None
 
 
 def die(x_mm: float, y_mm: float, value: int) -> DieReading:
@@ -118,8 +127,13 @@ def die(x_mm: float, y_mm: float, value: int) -> DieReading:
 DICE = [die(900.0, 250.0, 3), die(950.0, 320.0, 4)]
 
 
-def _judge(tracks, profile="ny-5324", tol=Tolerances()):
-    return judge(DICE, calibration=CAL, profile=load_profile(profile), track=tracks, tolerances=tol)
+def _own(tracks):
+    return [[False] * len(t) for t in tracks]
+
+
+def _judge(tracks, profile="ny-5324", tol=Tolerances(), copied=True):
+    return judge(DICE, calibration=CAL, profile=load_profile(profile), track=tracks, tolerances=tol,
+                 track_copied=_own(tracks) if copied else None)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -136,9 +150,11 @@ def test_late_die_goes_to_the_boxperson_in_every_profile(name):
     assert (v.kind, v.reason, v.dice) == ("roll", None, (3, 4))
     assert obs.facts.released_apart is False
     assert not any("simultaneously" in n for n in obs.notes)
-    # switched off
+    # switched off, or not known which points are the dice's own
     v, _ = _judge([early, late], name, Tolerances(release_gap_s=0.0))
     assert (v.kind, v.reason) == ("roll", None)
+    v, obs = _judge([early, late], name, copied=False)
+    assert (v.kind, v.reason, obs.facts.released_apart) == ("roll", None, None)
 
 
 def test_a_no_roll_comes_first_and_a_profile_may_make_it_a_no_roll():
@@ -154,7 +170,8 @@ def test_a_no_roll_comes_first_and_a_profile_may_make_it_a_no_roll():
     # a profile that says otherwise: a no roll
     data["actions"]["dice-not-simultaneous"] = "no-roll"
     prof = parse_profile(data)
-    v, _ = judge(DICE, calibration=CAL, profile=prof, track=[early, flight(0.266, 110.0, 300.0, n=60)])
+    both = [early, flight(0.266, 110.0, 300.0, n=60)]
+    v, _ = judge(DICE, calibration=CAL, profile=prof, track=both, track_copied=_own(both))
     assert (v.kind, v.reason.value) == ("no-roll", "dice-not-simultaneous")
     # never read: the roll is not valid if the dice did not leave the hand together
     data["actions"]["dice-not-simultaneous"] = "read"
@@ -172,7 +189,7 @@ def test_simulated_late_release_goes_to_the_boxperson_and_a_natural_throw_does_n
     bench = ib.Bench(load_profile("ny-5324"), "camera", 60.0, wall_sensor=True)
     seen = bench.observe("late-release", 0)
     assert seen["throw"].plan.release_gap_s == pytest.approx(0.336, abs=0.001)
-    firsts = sorted(t[0][0] for t in seen["track"])
+    firsts = sorted(next(p[0] for p, c in zip(t, cs) if not c) for t, cs in zip(seen["track"], seen["copied"]))
     assert firsts[1] - firsts[0] == pytest.approx(0.336, abs=1 / 60)
     for name in SHIPPED:
         row = bench.decide(seen, load_profile(name))
@@ -181,5 +198,6 @@ def test_simulated_late_release_goes_to_the_boxperson_and_a_natural_throw_does_n
         assert any("(k)(2)(i)" in n for n in row["notes"])
     seen = bench.observe("natural", 0)
     assert [t[0][0] for t in seen["track"]] == [pytest.approx(0.016)] * 2   # the first frame (2 ms steps)
+    assert not any(c for cs in seen["copied"] for c in cs)
     row = bench.decide(seen)
     assert Reason.DICE_NOT_SIMULTANEOUS not in (row["got"][1], row["expected"][1])
