@@ -325,7 +325,8 @@ class Tolerances:
         spare_sure: a die in the cup whose value, read at least this surely before the throw
             and at rest, differs at a spare's place covers that spare (or knocked it aside):
             a thrown die, whether or not the cup holds more dice.
-        release_gap_s: one die entering the view (its track's first point) at least this many
+        release_gap_s: one die entering the view (its track's first point of its own,
+            ``ThrowTracker.copied``) at least this many
             seconds after the other is evidence that the dice did not leave the shooter's hand
             simultaneously, 9 NYCRR 5324.52(k)(2)(i) (controller/release.py): the boxperson
             decides. Simulated camera at 60 fps (bench/irregularity_bench.py, twenty-fourth
