@@ -333,7 +333,8 @@ class Tolerances:
             session): late-release seeds 0-99 (a die released 0.15-0.4 s late) entered 0.144-
             0.40 s after the other, 577-974 mm from it, at most 189 mm from the shooter's end;
             natural throws 0-199: both dice seen in the first frame, gap 0. 0.1 s (6 frames)
-            catches every late die. 0: off.
+            catches every late die; held out (seeds 1000-): late-release 100 of 100 to the
+            boxperson, natural 0 of 200. 0: off.
         release_apart: ... and only where the late die enters at least this x side (table mm)
             from the first die then (a die hidden by the other shows again beside it).
     """
