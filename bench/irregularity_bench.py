@@ -58,7 +58,7 @@ from simulator.dice import quat_with_face_up  # noqa: E402
 from simulator.geometry import CHIP_DIAMETER_MM, CameraConfig, TableGeometry, default_spares  # noqa: E402
 from simulator.physics import DieState, TableSim  # noqa: E402
 from simulator.render import DicePose, Renderer  # noqa: E402
-from simulator.scenarios import EXTRA_SCENARIOS, SCENARIOS, plan_throw  # noqa: E402
+from simulator.scenarios import EXTRA_SCENARIOS, LATE_RELEASE_S, SCENARIOS, plan_throw  # noqa: E402
 from vision.types import DieReading  # noqa: E402
 
 _PLACE = {"off-table": None, "die": Reason.DIE_ON_DIE, "bank": Reason.DIE_IN_CHIP_BANK,
@@ -100,7 +100,8 @@ def simulate(scenario: str, seed: int, sims: dict, fps: float = 60.0, keep_poses
         sim.advance(min(dt, plan.timeout_s - sim.t))
         ps = sim.poses()
         for i, (pos, _) in enumerate(ps):
-            track[i].append((sim.t, float(pos[0]), float(pos[1])))
+            if not sim.held(i):   # a die still in the shooter's hand is nowhere on the layout
+                track[i].append((sim.t, float(pos[0]), float(pos[1])))
         if keep_poses:
             poses.append([(p.copy(), q.copy()) for p, q in ps])
             times.append(sim.t)
@@ -110,8 +111,11 @@ def simulate(scenario: str, seed: int, sims: dict, fps: float = 60.0, keep_poses
                  list(sim.wall_contacts))
 
 
-def truth_reasons(states: list[DieState], moving: bool) -> list[Reason]:
-    """The irregularities the ground truth shows, in the verdict's precedence order."""
+def truth_reasons(states: list[DieState], moving: bool, release_gap_s: float = 0.0) -> list[Reason]:
+    """The irregularities the ground truth shows, in the verdict's precedence order;
+    ``release_gap_s``: seconds between the dice leaving the shooter's hand
+    (``ThrowPlan.release_gap_s``): from :data:`simulator.scenarios.LATE_RELEASE_S`'s lower end on,
+    they did not leave it simultaneously, (k)(2)(i)."""
     found: list[Reason] = []
     if moving:
         return [Reason.NOT_AT_REST]
@@ -119,6 +123,8 @@ def truth_reasons(states: list[DieState], moving: bool) -> list[Reason]:
     # a die that left the table is void by (k)(1) whether or not it struck the far wall first
     if not all(s.struck_far_wall for s in on_table):
         found.append(Reason.FAR_WALL_MISSED)
+    if release_gap_s >= LATE_RELEASE_S[0] - 1e-9:
+        found.append(Reason.DICE_NOT_SIMULTANEOUS)
     places = [_PLACE[s.rests_on] for s in on_table if s.rests_on in _PLACE and s.rests_on != "die"]
     if len(on_table) < 2 or places:
         found.extend(dict.fromkeys(places))
@@ -170,9 +176,11 @@ def dispute_is_right(states: list[DieState], profile: IrregularityProfile, size_
     return False
 
 
-def expected_verdict(states: list[DieState], moving: bool, profile: IrregularityProfile):
-    """``(kind, reason | None, sorted dice | None)`` the profile gives for the ground truth."""
-    found = truth_reasons(states, moving)
+def expected_verdict(states: list[DieState], moving: bool, profile: IrregularityProfile,
+                     release_gap_s: float = 0.0):
+    """``(kind, reason | None, sorted dice | None)`` the profile gives for the ground truth
+    (``release_gap_s``: see :func:`truth_reasons`)."""
+    found = truth_reasons(states, moving, release_gap_s)
     for action in (Action.NO_ROLL, Action.BOXPERSON):
         for r in found:
             if profile.policy.action(r) is action:
@@ -274,6 +282,7 @@ class Bench:
                 tracker.add(th.times[k], render(th, ren, k))
             track = tracker.tracks()
             shared = tracker.shared()
+            copied = tracker.copied()
             at_rest = render(th, ren, -1)
             readings = read_dice(at_rest, expected_side_px=side)
             reread = functools.partial(read_die_at, at_rest)
@@ -284,6 +293,7 @@ class Bench:
         else:
             track = th.track
             shared = None
+            copied = [[False] * len(t) for t in track]   # the physics track: each die's own
             spares = spare_readings(g, ren, cal)
             readings = truth_readings(th.states, ren, cal) + spares
             cup_changed = any(st.rests_on == "cup" for st in th.states)
@@ -304,7 +314,7 @@ class Bench:
             else:
                 reads.append((st.value, near.value, float(near.confidence)))
         return {"throw": th, "calibration": cal, "readings": readings, "track": track, "reads": reads,
-                "reread": reread, "shared": shared, "spares": spares, "cup_changed": cup_changed}
+                "reread": reread, "shared": shared, "copied": copied, "spares": spares, "cup_changed": cup_changed}
 
     def decide(self, seen: dict, profile: IrregularityProfile | None = None) -> dict:
         """Decide an observed throw under ``profile`` (default the bench's) and compare."""
@@ -314,11 +324,12 @@ class Bench:
         states = th.states
         if self.far_wall_struck:
             states = [dataclasses.replace(st, struck_far_wall=True) for st in states]
-        expected = expected_verdict(states, th.moving, profile)
+        expected = expected_verdict(states, th.moving, profile, th.plan.release_gap_s)
         verdict, observed = judge(seen["readings"], calibration=seen["calibration"], profile=profile,
                                   objects=objects_for(g), track=seen["track"], timed_out=th.moving,
                                   wall_height_mm=g.wall_height, tolerances=tolerances_for(g),
                                   reread=seen.get("reread"), track_shared=seen.get("shared"),
+                                  track_copied=seen.get("copied"),
                                   spares=seen.get("spares"), cup_changed=seen.get("cup_changed"),
                                   wall_strikes=[t for t, _ in th.wall_contacts] if self.wall_sensor else None,
                                   window=(0.0, th.times[-1] if th.times else 1e9))

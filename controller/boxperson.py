@@ -32,7 +32,9 @@ alarm (a point is on).
 
 ``no-roll``: the boxperson or stickperson calls "no roll" on the throw in progress (9 NYCRR
 5324.52(k)(2), (k)(5)(i); whenever possible before both dice come to rest, (k)(3)), for what a
-person sees and the camera cannot judge: ``dice-not-simultaneous`` ((k)(2)(i)),
+person sees and the camera cannot judge, or judges only where it clearly can (the camera's
+``dice-not-simultaneous`` comes to the boxperson as a call, controller/release.py):
+``dice-not-simultaneous`` ((k)(2)(i)),
 ``far-wall-missed`` ((k)(2)(ii)), ``cheating-device`` ((k)(2)(v)), ``improper-throw``
 ((k)(2)(vi)). The table service makes that throw's verdict a no roll with the reason, or
 refuses the call with a ``command-refused`` alarm when no throw is in progress.

@@ -73,7 +73,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from controller import far_wall, offer
+from controller import far_wall, offer, release
 from controller.irregularity_profile import COCKED_AS_READ, IrregularityProfile
 from controller.policy import NY_5324
 from controller.verdict import ZONE_PLAYING, DieObservation, ThrowFacts, Verdict, decide
@@ -325,6 +325,18 @@ class Tolerances:
         spare_sure: a die in the cup whose value, read at least this surely before the throw
             and at rest, differs at a spare's place covers that spare (or knocked it aside):
             a thrown die, whether or not the cup holds more dice.
+        release_gap_s: one die entering the view (its track's first point of its own,
+            ``ThrowTracker.copied``) at least this many
+            seconds after the other is evidence that the dice did not leave the shooter's hand
+            simultaneously, 9 NYCRR 5324.52(k)(2)(i) (controller/release.py): the boxperson
+            decides. Simulated camera at 60 fps (bench/irregularity_bench.py, twenty-fourth
+            session): late-release seeds 0-99 (a die released 0.15-0.4 s late) entered 0.144-
+            0.40 s after the other, 577-974 mm from it, at most 189 mm from the shooter's end;
+            natural throws 0-199: both dice seen in the first frame, gap 0. 0.1 s (6 frames)
+            catches every late die; held out (seeds 1000-): late-release 100 of 100 to the
+            boxperson, natural 0 of 200. 0: off.
+        release_apart: ... and only where the late die enters at least this x side (table mm)
+            from the first die then (a die hidden by the other shows again beside it).
     """
 
     on_die_ratio: float = 0.8
@@ -357,6 +369,8 @@ class Tolerances:
     track_end_match: float = 0.5
     spare_match: float = 0.5
     spare_sure: float = 0.9
+    release_gap_s: float = 0.1
+    release_apart: float = 4.0
 
 
 @dataclass(frozen=True)
@@ -639,7 +653,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
                   track_shared: Sequence[Sequence[bool]] | None = None,
                   spares: Sequence[DieReading] | None = None,
                   cup_changed: bool | None = None,
-                  track_seen: Sequence[tuple[float, float, float]] | None = None) -> ObservedThrow:
+                  track_seen: Sequence[tuple[float, float, float]] | None = None,
+                  track_copied: Sequence[Sequence[bool]] | None = None) -> ObservedThrow:
     """Turn the dice seen at rest into verdict observations (see the module docstring).
 
     Args:
@@ -688,6 +703,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         track_seen: every component the tracker found moving, ``(t_s, x_mm, y_mm)``
             (``ThrowTracker.seen``), with ``track`` for ``facts.far_wall_approached``
             (controller/offer.py: dice offered to a new shooter never come near the far wall).
+        track_copied: per die and track point, ``True`` where the point is a copy of the other
+            die's (``ThrowTracker.copied``: a lone die in the first frame starts both tracks),
+            for when each die entered the view, 9 NYCRR 5324.52(k)(2)(i)
+            (controller/release.py); ``None``: not known, and no late entry is found.
 
     Returns:
         :class:`ObservedThrow`.
@@ -1333,7 +1352,20 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     if track is not None or track_seen is not None:
         moved = [p for t in (track or ()) for p in far_wall.track_points(t)] + list(track_seen or ())
     approached = offer.far_wall_approached(moved, wall, strikes=wall_strikes, window=window, gap_s=tol.strike_gap_s)
-    facts = ThrowFacts(timed_out=timed_out, struck_far_wall=struck, far_wall_approached=approached)
+    # --- the dice leave the hand together, 5324.52(k)(2)(i) ------------------------------------
+    late, apart = None, None
+    if track is not None and track_copied is not None and tol.release_gap_s > 0:
+        playing = geo.zones.get("playing") if geo is not None else None
+        depth = (max(wall.depth(float(x), float(y)) for x, y in playing)
+                 if wall is not None and playing is not None else None)
+        late = release.late_entry(track, min_gap_s=tol.release_gap_s,
+                                  min_apart_mm=tol.release_apart * (geo.size if geo is not None else 19.05),
+                                  far_wall=wall, table_depth_mm=depth, copied=track_copied)
+        apart = late is not None
+        if late is not None:
+            notes.append(late.note())
+    facts = ThrowFacts(timed_out=timed_out, struck_far_wall=struck, far_wall_approached=approached,
+                       released_apart=apart)
     return ObservedThrow(tuple(observations), facts, tuple(positions), tuple(notes))
 
 

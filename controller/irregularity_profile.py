@@ -29,7 +29,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from controller.policy import Policy, policy_from_mapping
-from controller.reasons import CONTROLLER_RULES, Reason
+from controller.reasons import CONTROLLER_RULES, DEFAULTED, Reason
 
 #: The folder of the shipped profiles.
 PROFILE_DIR = Path(__file__).resolve().parents[1] / "config" / "irregularities"
@@ -95,7 +95,8 @@ class ProfileFile(BaseModel):
         if unknown:
             raise ValueError(f"unknown reason code(s) {unknown}; known codes: {', '.join(codes)}")
         # controller rules (table-fault) are not the profile's to choose: always a no roll
-        missing = [c for c in codes if c not in v and Reason(c) not in CONTROLLER_RULES]
+        # nor are they a profile's to list; a DEFAULTED reason left out takes NY_5324's action
+        missing = [c for c in codes if c not in v and Reason(c) not in CONTROLLER_RULES | DEFAULTED]
         if missing:
             raise ValueError(f"reason code(s) {missing} have no action (every irregularity must be listed)")
         # unknown action / forbidden action, named by code

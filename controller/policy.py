@@ -92,8 +92,11 @@ _NY_5324_ACTIONS: dict[Reason, Action] = {
     Reason.TABLE_FAULT: Action.NO_ROLL,
     # rig rule (controller/rounds.py; closest: (k)): dice that did not move give no result
     Reason.DICE_DID_NOT_MOVE: Action.NO_ROLL,
-    # called by the boxperson or stickperson during the throw ((k)(2)(i), (v), (vi); (k)(5)(i))
-    Reason.DICE_NOT_SIMULTANEOUS: Action.NO_ROLL,
+    # (k)(2)(i): the camera saw one die enter the layout well after the other
+    # (controller/release.py): evidence for a person, who has the "authority to invalidate"
+    # ((k)(2)); a person's own call of it is a no roll (controller/service.py)
+    Reason.DICE_NOT_SIMULTANEOUS: Action.BOXPERSON,
+    # called by the boxperson or stickperson during the throw ((k)(2)(v), (vi); (k)(5)(i))
     Reason.CHEATING_DEVICE: Action.NO_ROLL,
     Reason.IMPROPER_THROW: Action.NO_ROLL,
 }

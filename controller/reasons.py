@@ -121,10 +121,14 @@ class Reason(str, Enum):
     # Called by the boxperson or stickperson during the throw ((k)(2), (k)(5)(i); made, whenever
     # possible, before both dice come to rest, (k)(3)): what a person sees and the camera
     # cannot judge (``craps-table decide --no-roll``; controller/boxperson.py).
+    # ``dice-not-simultaneous`` is also the camera's evidence (one die entering the view well
+    # after the other, controller/release.py), which a profile maps (boxperson by default); a
+    # person's call of it is a no roll whatever the profile says (controller/service.py).
     DICE_NOT_SIMULTANEOUS = (
         "dice-not-simultaneous",
         "9 NYCRR 5324.52(k)(2)(i), (k)(3)",
-        "no roll called: the dice did not leave the shooter's hand simultaneously",
+        "the dice did not leave the shooter's hand simultaneously (a person's no roll call, or "
+        "the camera saw one die enter well after the other)",
     )
     CHEATING_DEVICE = (
         "cheating-device",
@@ -162,10 +166,15 @@ CONTROLLER_RULES = CONTROLLER_RULES | {Reason.DICE_DID_NOT_MOVE}
 
 #: Reasons only a person calls (9 NYCRR 5324.52(k)(2), (k)(5)(i)): the boxperson or stickperson
 #: calls "no roll" during the throw (``no-roll`` command, controller/boxperson.py), and the
-#: throw is a no roll whatever the camera sees. ``far-wall-missed`` may be called too, but it is
-#: also a detector's reason that profiles map. Always a no roll; profiles need not list them.
-STAFF_CALLED: frozenset[Reason] = frozenset({Reason.DICE_NOT_SIMULTANEOUS, Reason.CHEATING_DEVICE,
-                                             Reason.IMPROPER_THROW})
+#: throw is a no roll whatever the camera sees. ``far-wall-missed`` and ``dice-not-simultaneous``
+#: may be called too, but they are also detectors' reasons that profiles map. Always a no roll;
+#: profiles need not list them.
+STAFF_CALLED: frozenset[Reason] = frozenset({Reason.CHEATING_DEVICE, Reason.IMPROPER_THROW})
+#: Detectors' reasons a profile may leave out: they take the built-in policy's action
+#: (controller/policy.py ``NY_5324``). ``dice-not-simultaneous`` (the camera's evidence,
+#: controller/release.py, since the twenty-fourth session): boxperson, so that profiles written
+#: before it still load.
+DEFAULTED: frozenset[Reason] = frozenset({Reason.DICE_NOT_SIMULTANEOUS})
 #: The reasons a ``no-roll`` call may give.
 STAFF_CALL_REASONS: tuple[Reason, ...] = (Reason.DICE_NOT_SIMULTANEOUS, Reason.FAR_WALL_MISSED,
                                           Reason.CHEATING_DEVICE, Reason.IMPROPER_THROW)

@@ -506,7 +506,8 @@ class TableService:
         (k)(3)): the throw's verdict is then a no roll with ``reason`` whatever the camera sees
         (what it found is kept in ``irregularities``), and the roll message's ``called`` names
         who called it (``who``, ``console``, ``at_utc``). For what a person sees and the camera
-        cannot judge: dice not leaving the hand together ((k)(2)(i)), a cheating device
+        cannot judge: dice not leaving the hand together ((k)(2)(i); the camera sees a die
+        entering well after the other only, and sends that to the boxperson), a cheating device
         ((k)(2)(v)), any other improper throw ((k)(2)(vi)), or a die that missed the far end
         ((k)(2)(ii)).
 

@@ -166,6 +166,7 @@ class ThrowObserver:
         tracking = self._tracking and self.tracker is not None
         track = self.tracker.tracks() if tracking else None
         shared = self.tracker.shared() if tracking else None
+        copied = self.tracker.copied() if tracking else None
         seen = self.tracker.seen() if tracking else None
         reread = None
         if self.reread is not None and image is not None:
@@ -182,7 +183,7 @@ class ThrowObserver:
         observed = observe_throw(readings, calibration=self.calibration, profile=self.profile,
                                  objects=self.objects, track=track, wall_strikes=strikes, window=window,
                                  timed_out=timed_out, min_presence=self.min_presence,
-                                 tolerances=self.tolerances, reread=reread, track_shared=shared,
+                                 tolerances=self.tolerances, reread=reread, track_shared=shared, track_copied=copied,
                                  spares=spares, cup_changed=changed, track_seen=seen)
         self._tracking = False
         self._before = None

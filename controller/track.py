@@ -79,6 +79,7 @@ class ThrowTracker:
         self._edges: list[tuple[np.ndarray, np.ndarray]] = []
         self._tracks: list[list[tuple[float, float, float]]] = [[] for _ in range(self.max_dice)]
         self._shared: list[list[bool]] = [[] for _ in range(self.max_dice)]
+        self._copied: list[list[bool]] = [[] for _ in range(self.max_dice)]
         self._last_px: list[tuple[float, float, float] | None] = [None] * self.max_dice
         self._prev_px: list[tuple[float, float, float] | None] = [None] * self.max_dice
         self._seen: list[tuple[float, float, float]] = []
@@ -110,6 +111,7 @@ class ThrowTracker:
         self._edges = self._inner_edges(playing)
         self._tracks = [[] for _ in range(self.max_dice)]
         self._shared = [[] for _ in range(self.max_dice)]
+        self._copied = [[] for _ in range(self.max_dice)]
         self._last_px = [None] * self.max_dice
         self._prev_px = [None] * self.max_dice
         self._seen = []
@@ -206,6 +208,7 @@ class ThrowTracker:
             shared = True
         else:
             points = [(blobs[0][0], blobs[0][1])]
+        first = all(not tr for tr in self._tracks)
         assign = self._assign(points, float(t))
         half = float(getattr(self.cal, "die_size_mm", 19.05)) / 2.0
         felt_point = getattr(self.cal, "felt_point", None)
@@ -216,6 +219,7 @@ class ThrowTracker:
                 mm = self.cal.to_mm([[p[0], p[1]]])[0]
             self._tracks[d].append((float(t), float(mm[0]), float(mm[1])))
             self._shared[d].append(shared)
+            self._copied[d].append(first and not shared and d >= len(points))
             self._prev_px[d] = self._last_px[d]
             self._last_px[d] = (float(t), p[0], p[1])
 
@@ -270,6 +274,9 @@ class ThrowTracker:
         dice = list(range(self.max_dice))
         pred = [self._predict_span(d, t) for d in dice]
         if all(p is None for p in pred):
+            # the first frame with anything in it: a lone component starts both tracks (a die
+            # on the other is one component throughout, and its two tracks must end there);
+            # the copy is flagged (:meth:`copied`): that die has not been seen yet
             return {d: points[d] if d < len(points) else points[-1] for d in dice}
 
         def dist(d: int, p: tuple[float, float]) -> float:
@@ -299,6 +306,13 @@ class ThrowTracker:
         die in the air appears further from the camera's nadir). Where anything moved, for
         telling dice offered to a shooter from a throw (controller/offer.py)."""
         return list(self._seen)
+
+    def copied(self) -> list[list[bool]]:
+        """Per die and point of :meth:`tracks`: ``True`` where the point is a copy of the other
+        die's: a lone component in the first frame (not one holding both dice) starts both
+        tracks, though only one die was seen. The other die's first point not copied is when
+        it entered the view (9 NYCRR 5324.52(k)(2)(i), controller/release.py)."""
+        return [list(c) for c in self._copied]
 
     def shared(self) -> list[list[bool]]:
         """Per die and point of :meth:`tracks`: ``True`` where the point came from one

@@ -8,7 +8,8 @@ so jurisdictions differ by data.
 Precedence (the first that applies names the verdict's reason; all found are listed):
 
 1. the throw did not come to rest in time (``not-at-rest``);
-2. a die failed to strike the far wall (``far-wall-missed``), when known;
+2. a die failed to strike the far wall (``far-wall-missed``), when known; the dice did not
+   leave the shooter's hand together (``dice-not-simultaneous``), when the track shows it;
 3. fewer than two dice in the playing area: fewer than two dice seen anywhere,
    ``die-off-table`` / ``dice-off-table`` ((k)(1)); then each die seen in another zone names
    it (chip bank, dice cup, rail, outside the area);
@@ -78,11 +79,16 @@ class ThrowFacts:
             far-wall sensor rang during the motion (``True``); the motion was tracked and
             nothing came near (``False``); not tracked (``None``). Not a verdict rule: it tells
             dice offered to a new shooter from a throw (controller/offer.py).
+        released_apart: the motion track shows one die entering the view well after the other
+            (controller/release.py): evidence that the dice did not leave the shooter's hand
+            simultaneously, 9 NYCRR 5324.52(k)(2)(i) (``dice-not-simultaneous``); ``False``: not
+            shown; ``None``: not tracked.
     """
 
     timed_out: bool = False
     struck_far_wall: bool | None = None
     far_wall_approached: bool | None = None
+    released_apart: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +133,8 @@ def find_irregularities(observations: Sequence[DieObservation], facts: ThrowFact
         found.append(Reason.NOT_AT_REST)
     if facts.struck_far_wall is False:
         found.append(Reason.FAR_WALL_MISSED)
+    if facts.released_apart:
+        found.append(Reason.DICE_NOT_SIMULTANEOUS)
     in_play = [o for o in observations if o.zone == ZONE_PLAYING]
     elsewhere = [o for o in observations if o.zone != ZONE_PLAYING]
     if facts.timed_out and not observations:

@@ -42,6 +42,11 @@ CONTACT_FORCE_CUT = 0.02
 LEAN_FORCE_CUT = 0.001
 
 _M = 0.001  # millimetres -> metres
+#: Where a die not yet released (:attr:`DieStart.release_s`) is parked, table mm (die ``i``
+#: ``100 * i`` mm further along x): 3 m behind the shooter's end, 300 mm below the felt's
+#: level and 500 mm above the floor, where no geom is and no camera over the table sees it
+#: (the renderer draws nothing outside the frame): the die closed in the shooter's hand.
+HELD_POS_MM = (-3000.0, -3000.0, -300.0)
 
 #: Object classes of the geoms, by name prefix.
 CLASSES = ("felt", "floor", "rail", "far_wall", "chips", "bank", "cup", "die")
@@ -154,12 +159,18 @@ class DieStart:
         quat: orientation ``(w, x, y, z)``, die to table.
         vel_mm_s: linear velocity in mm/s.
         spin_rad_s: angular velocity (world frame) in rad/s.
+        release_s: table seconds after :meth:`TableSim.reset` at which the die leaves the
+            shooter's hand in this state (0: at once). Until then it is held (closed in the
+            hand, out of the camera's sight): parked still at :data:`HELD_POS_MM`, where nothing
+            touches it and the camera does not see it (the ``late-release`` scenario,
+            9 NYCRR 5324.52(k)(2)(i)).
     """
 
     pos_mm: tuple[float, float, float]
     quat: tuple[float, float, float, float]
     vel_mm_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
     spin_rad_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    release_s: float = 0.0
 
 
 @dataclass(slots=True)
@@ -250,6 +261,8 @@ class TableSim:
         self._agitate_until = 0.0
         self._next_kick = 0.0
         self._rng = np.random.default_rng(0)
+        self._starts: list[DieStart] = []
+        self._held = [False, False]
 
     @staticmethod
     def _class_of(name: str) -> str:
@@ -272,6 +285,8 @@ class TableSim:
 
         Args:
             starts: the two dice's initial states.
+            starts: the two dice's initial states; a die with ``release_s > 0`` is held (see
+                :class:`DieStart`) and set going in its state at that time.
             agitate_s: for this many table seconds the bed shaker runs (an automated rig's
                 shaker left on): every 40-80 ms each die on the felt gets a random kick of
                 0.25-0.5 m/s up and spin, so the dice keep moving (the ``still-moving``
@@ -285,13 +300,10 @@ class TableSim:
             raise ValueError(f"need a start for each of the two dice, got {len(starts)}")
         mujoco.mj_resetData(self.model, self.data)
         d = self.data
+        self._starts = list(starts)
+        self._held = [float(s.release_s) > 0 for s in starts]
         for i, s in enumerate(starts):
-            qa, va = self._qadr[i], self._vadr[i]
-            d.qpos[qa:qa + 3] = np.asarray(s.pos_mm, dtype=float) * _M
-            q = np.asarray(s.quat, dtype=float)
-            d.qpos[qa + 3:qa + 7] = q / np.linalg.norm(q)
-            d.qvel[va:va + 3] = np.asarray(s.vel_mm_s, dtype=float) * _M
-            d.qvel[va + 3:va + 6] = np.asarray(s.spin_rad_s, dtype=float)
+            self._place(i, s)
         self.wall_contacts = []
         self._touching = [False, False]
         mujoco.mj_forward(self.model, self.data)
@@ -301,6 +313,35 @@ class TableSim:
         self._agitate_until = float(agitate_s)
         self._next_kick = 0.0
         self._rng = np.random.default_rng(seed)
+
+    def _place(self, i: int, s: DieStart) -> None:
+        """Put die ``i`` in state ``s`` (or, held, parked still at :data:`HELD_POS_MM`)."""
+        d = self.data
+        qa, va = self._qadr[i], self._vadr[i]
+        q = np.asarray(s.quat, dtype=float)
+        d.qpos[qa + 3:qa + 7] = q / np.linalg.norm(q)
+        if self._held[i]:
+            d.qpos[qa:qa + 3] = (np.array(HELD_POS_MM) + np.array([100.0 * i, 0.0, 0.0])) * _M
+            d.qvel[va:va + 6] = 0.0
+            return
+        d.qpos[qa:qa + 3] = np.asarray(s.pos_mm, dtype=float) * _M
+        d.qvel[va:va + 3] = np.asarray(s.vel_mm_s, dtype=float) * _M
+        d.qvel[va + 3:va + 6] = np.asarray(s.spin_rad_s, dtype=float)
+
+    def held(self, i: int) -> bool:
+        """True while die ``i`` has not yet left the shooter's hand (:attr:`DieStart.release_s`)."""
+        return self._held[i]
+
+    def _release_due(self) -> None:
+        """Hold the held dice still; release those whose time has come (before a step)."""
+        for i, s in enumerate(self._starts):
+            if not self._held[i]:
+                continue
+            if self.t >= float(s.release_s) - 1e-9:
+                self._held[i] = False
+                self._still_since[i] = self.t
+            self._place(i, s)
+        mujoco.mj_forward(self.model, self.data)
 
     @property
     def struck(self) -> list[bool]:
@@ -340,6 +381,8 @@ class TableSim:
         while steps > 0:
             if self.t < self._agitate_until and self.t >= self._next_kick:
                 self._kick()
+            if any(self._held):
+                self._release_due()
             k = min(2, steps)
             mujoco.mj_step(self.model, self.data, nstep=k)
             steps -= k
@@ -367,7 +410,10 @@ class TableSim:
 
     def at_rest(self, i: int) -> bool:
         """True when die ``i`` has kept still (within :data:`REST_MOVE_MM` and
-        :data:`REST_TURN_DEG`) for :data:`REST_WINDOW_S` seconds of table time."""
+        :data:`REST_TURN_DEG`) for :data:`REST_WINDOW_S` seconds of table time (never while
+        held in the shooter's hand)."""
+        if self._held[i]:
+            return False
         return self.t - self._still_since[i] >= REST_WINDOW_S
 
     def _velocities(self, i: int) -> tuple[float, float]:

@@ -18,6 +18,9 @@ Irregularities (9 NYCRR 5324.52):
 ``on-rail``          a die rests on a rail, (k)(2)(iv)
 ``short-throw``      a die fails to strike the far end of the table, (g) and (k)(2)(ii)
 ``still-moving``     a die is still moving when the throw's timeout expires
+``late-release``     one die leaves the shooter's hand 0.15-0.4 s after the other: the dice
+                     do not leave the hand simultaneously, (k)(2)(i) (in
+                     :data:`EXTRA_SCENARIOS`; :attr:`ThrowPlan.release_gap_s` is its truth)
 ==================== ================================================================
 
 Forced scenarios start the forced die close to its target (dropped, lobbed or leaned) and the
@@ -56,8 +59,12 @@ EXTRA_SCENARIOS: tuple[str, ...] = (
     "cocked-on-rail-wall", "cocked-on-cup", "cocked-on-die", "both-in-bank", "both-on-rail",
     "cocked-chips-other-rail", "bank-edge", "rail-edge", "flat-on-one-chip",
     "cocked-on-bank-side", "flat-beside-stack", "cocked-on-tall-stack",
-    "off-table-spares", "in-dice-cup-spares",
+    "off-table-spares", "in-dice-cup-spares", "late-release",
 )
+#: ``late-release``: a natural throw whose one die (``forced_die``) leaves the shooter's hand
+#: this many seconds (uniform) after the other, 9 NYCRR 5324.52(k)(2)(i). Until then it is held
+#: in the hand where the other left it, out of the camera's sight (``DieStart.release_s``).
+LATE_RELEASE_S: tuple[float, float] = (0.15, 0.4)
 #: ``off-table`` and ``in-dice-cup`` with two or three spare dice resting in the dice cup, as the
 #: regulation keeps them there (9 NYCRR 5324.52(a)(5), (f)(3)): a spare must not be taken for a
 #: thrown die that left the table.
@@ -80,6 +87,13 @@ class ThrowPlan:
         forced_die: index of the die the scenario forces (``None`` for natural throws).
         agitate_s: seconds the bed shaker keeps the dice moving (``still-moving`` only).
     """
+
+    @property
+    def release_gap_s(self) -> float:
+        """Seconds between the two dice leaving the shooter's hand (``DieStart.release_s``;
+        0 but for ``late-release``): the truth of 9 NYCRR 5324.52(k)(2)(i)."""
+        times = [float(s.release_s) for s in self.starts]
+        return max(times) - min(times) if times else 0.0
 
     scenario: str
     seed: int
@@ -423,6 +437,13 @@ def plan_throw(scenario: str, seed: int, geometry: TableGeometry | None = None,
         # relay): the dice keep hopping until 1.5 s after the timeout.
         plan.starts = natural_starts(g, rng)
         plan.agitate_s = timeout_s + 1.5
+        return plan
+    if scenario == "late-release":
+        # a natural throw, but one die stays in the shooter's hand 0.15-0.4 s longer, (k)(2)(i)
+        plan.starts = natural_starts(g, rng)
+        late = int(rng.integers(0, 2))
+        plan.starts[late].release_s = float(rng.uniform(*LATE_RELEASE_S))
+        plan.forced_die = late
         return plan
     forced = int(rng.integers(0, 2))
     plan.forced_die = forced

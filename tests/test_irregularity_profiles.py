@@ -33,8 +33,10 @@ EXPECTED = {
     Reason.BOXPERSON_VOID: (N, N, N, N),
     Reason.TABLE_FAULT: (N, N, N, N),  # controller rule, not in the profile files
     Reason.DICE_DID_NOT_MOVE: (N, N, N, N),  # rig rule (controller/rounds.py), not in the profile files
-    # a person's "no roll" call during the throw ((k)(2)(i), (v), (vi)), not in the profile files
-    Reason.DICE_NOT_SIMULTANEOUS: (N, N, N, N),
+    # the camera's evidence of (k)(2)(i) (controller/release.py): a person decides in every
+    # profile (a person's own call of it stays a no roll: test_controller_service)
+    Reason.DICE_NOT_SIMULTANEOUS: (B, B, B, B),
+    # a person's "no roll" call during the throw ((k)(2)(v), (vi)), not in the profile files
     Reason.CHEATING_DEVICE: (N, N, N, N),
     Reason.IMPROPER_THROW: (N, N, N, N),
 }
