@@ -33,8 +33,10 @@ class GameState:
             and a 7 is no loser 7.
         point_made: the last decision was a point made (the come out point): only then may
             the shooter elect to roll only to decide the remaining come and don't come wagers
-            ("after making the come out point", 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)). Kept
-            through those rolls (to their 7); a new shooter has made no point.
+            ("after making the come out point", 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)). Any
+            later roll clears it (once started, the rolls go on while ``decide_only``), and a
+            new shooter has made no point: as the controller's ``last_outcome == "point-made"``
+            (controller.game.set_decide_only).
     """
 
     point: int | None = None
@@ -58,7 +60,7 @@ def advance(state: GameState, d1: int, d2: int) -> tuple[GameState, str]:
     rolls = state.rolls + 1
     if state.decide_only and state.point is None:
         return replace(state, shooter_rolls=state.shooter_rolls + 1, rolls=rolls,
-                       decide_only=t != 7, point_made=state.point_made and t != 7), "decide-only"
+                       decide_only=t != 7, point_made=False), "decide-only"
     if state.point is None:
         if t in POINTS:
             return replace(state, point=t, shooter_rolls=state.shooter_rolls + 1, rolls=rolls,
