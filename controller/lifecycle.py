@@ -237,20 +237,9 @@ def within_scene(a: Scene, b: Scene, tolerance_px: float) -> bool:
 
 def same_scene(a: Scene, b: Scene, tolerance_px: float) -> bool:
     """``True`` when ``a`` and ``b`` have the same dice (values) within ``tolerance_px`` of each
-    other's centres, matched greedily by nearest centre."""
-    if len(a) != len(b):
-        return False
-    left = list(b)
-    for die in a:
-        best, best_d = None, None
-        for other in left:
-            d = ((die.x - other.x) ** 2 + (die.y - other.y) ** 2) ** 0.5
-            if other.value == die.value and (best_d is None or d < best_d):
-                best, best_d = other, d
-        if best is None or best_d is None or best_d > tolerance_px:
-            return False
-        left.remove(best)
-    return True
+    other's centres, matched greedily by nearest centre (:func:`within_scene` of as many
+    dice)."""
+    return len(a) == len(b) and within_scene(a, b, tolerance_px)
 
 
 @dataclass(frozen=True, slots=True)

@@ -205,6 +205,37 @@ def test_within_scene():
 
 # --- the service on synthetic frames ----------------------------------------------------------
 
+class _Pub:
+    """A publisher that keeps what it was given: ``sent`` [(topic, body)]."""
+
+    def __init__(self):
+        self.sent = []
+
+    def publish(self, topic, body):
+        self.sent.append((topic, body))
+        return {"seq": len(self.sent)}
+
+    def close(self):
+        pass
+
+
+def _service(tmp_path, reader, observe):
+    """A table service on no source (frames pushed by the test), ``reader`` and ``observe``
+    given: ``(service, publisher)``."""
+    from controller.config import TableConfig
+    from controller.lamps import NullLampDriver
+    from controller.service_cli import build_service
+
+    cfg = TableConfig.model_validate({
+        "table": {"id": "t-offer"}, "vision": {"still_frames": 5, "still_s": 0.0, "rest_timeout_s": 3.0},
+        "lamps": {"driver": "none"}, "state": {"db": str(tmp_path / "state.sqlite")},
+        "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")}})
+    pub = _Pub()
+    service, _ = build_service(cfg, source=None, publisher=pub, lamp_driver=NullLampDriver(), reader=reader)
+    service.observe = observe
+    return service, pub
+
+
 def test_service_offer_gives_no_verdict_and_the_throw_after_it_a_roll(tmp_path):
     """The stick's push of five dice, at rest, picked up / returned to the cup, then a throw:
     no verdict for the offer and a roll for the throw; the same five dice pushed after the
@@ -212,9 +243,6 @@ def test_service_offer_gives_no_verdict_and_the_throw_after_it_a_roll(tmp_path):
     import cv2
 
     from camera.base import Frame
-    from controller.config import TableConfig
-    from controller.lamps import NullLampDriver
-    from controller.service_cli import build_service
 
     def image(dice):
         img = np.full((240, 320, 3), 60, np.uint8)
@@ -236,23 +264,7 @@ def test_service_offer_gives_no_verdict_and_the_throw_after_it_a_roll(tmp_path):
         obs = [DieObservation(r, zone="dice_cup" if r.centre[0] > 280 else "playing") for r in readings]
         return obs, ThrowFacts(far_wall_approached=approached["now"])
 
-    class Pub:
-        sent: list = []
-
-        def publish(self, topic, body):
-            self.sent.append((topic, body))
-            return {"seq": len(self.sent)}
-
-        def close(self):
-            pass
-
-    cfg = TableConfig.model_validate({
-        "table": {"id": "t-offer"}, "vision": {"still_frames": 5, "still_s": 0.0, "rest_timeout_s": 3.0},
-        "lamps": {"driver": "none"}, "state": {"db": str(tmp_path / "state.sqlite")},
-        "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")}})
-    pub = Pub()
-    service, _ = build_service(cfg, source=None, publisher=pub, lamp_driver=NullLampDriver(), reader=reader)
-    service.observe = observe
+    service, pub = _service(tmp_path, reader, observe)
     clock = {"t": 0.0, "i": 0}
 
     def show(dice, n=1):
@@ -294,9 +306,6 @@ def test_service_offer_needs_the_motion_away_from_the_far_wall(tmp_path):
     """The same five dice at rest for a new shooter after a motion that came near the far
     wall: extra-dice, a boxperson call, and the game does not move."""
     from camera.base import Frame
-    from controller.config import TableConfig
-    from controller.lamps import NullLampDriver
-    from controller.service_cli import build_service
 
     readings = [die(v, 40 + 30 * k, 60) for k, v in enumerate((3, 4, 5, 2, 6))]
 
@@ -306,24 +315,7 @@ def test_service_offer_needs_the_motion_away_from_the_far_wall(tmp_path):
     def observe(rs, frame):
         return [DieObservation(r) for r in rs], ThrowFacts(far_wall_approached=True, struck_far_wall=True)
 
-    class Pub:
-        def __init__(self):
-            self.sent = []
-
-        def publish(self, topic, body):
-            self.sent.append((topic, body))
-            return {"seq": len(self.sent)}
-
-        def close(self):
-            pass
-
-    cfg = TableConfig.model_validate({
-        "table": {"id": "t-offer"}, "vision": {"still_frames": 5, "still_s": 0.0, "rest_timeout_s": 3.0},
-        "lamps": {"driver": "none"}, "state": {"db": str(tmp_path / "state.sqlite")},
-        "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")}})
-    pub = Pub()
-    service, _ = build_service(cfg, source=None, publisher=pub, lamp_driver=NullLampDriver(), reader=reader)
-    service.observe = observe
+    service, pub = _service(tmp_path, reader, observe)
     service.start()
     frames = ([np.full((120, 160, 3), 60, np.uint8)] * 8
               + [np.full((120, 160, 3), 60 + 20 * (k % 2 + 1), np.uint8) for k in range(4)]

@@ -130,27 +130,9 @@ def test_tracker_splits_two_touching_dice_and_corrects_parallax():
     table: one component of ~2.9 die areas, split in two by 2-means, each point within 1 mm
     of its die's centre; without the split both tracks took the pair's centroid. A point seen
     near the table's edge is moved towards the nadir for the die's half height."""
-    import cv2
+    from flat_table import flat_table
 
-    from camera.calibration import Calibration
-    from simulator.geometry import TableGeometry
-
-    g = TableGeometry()
-    s = 0.5
-    hom = np.array([[s, 0, 0.0], [0, s, 0.0], [0, 0, 1.0]])
-    cal = Calibration.from_homography(hom, g.zones(), camera_height_mm=1800.0, camera_nadir_mm=(550.0, 280.0))
-    side_px = g.die_size / s
-    w, h = int(g.length / s), int(g.width / s)
-    bg = np.zeros((h, w, 3), np.uint8)
-    bg[:] = (40, 110, 40)
-
-    def frame(centres_mm):
-        img = bg.copy()
-        half = 0.6 * side_px
-        for x, y in centres_mm:
-            u, v = x / s, y / s
-            cv2.rectangle(img, (int(u - half), int(v - half)), (int(u + half) - 1, int(v + half) - 1), (38, 32, 178), -1)
-        return img
+    g, cal, side_px, bg, frame = flat_table(0.6)
     tr = ThrowTracker(cal, die_side_px=side_px)
     tr.set_background(bg)
     a, b = (700.0, 300.0), (700.0 + 1.2 * g.die_size, 300.0)
@@ -172,26 +154,9 @@ def test_tracker_splits_two_dice_touching_in_a_component_too_small_to_hold_both_
     as a larger component is; giving both its centroid ended both tracks on one spot between
     the dice (simulated camera, cocked-on-die seed 4294: the pair then taken for one die and a
     die off the table)."""
-    import cv2
+    from flat_table import flat_table
 
-    from camera.calibration import Calibration
-    from simulator.geometry import TableGeometry
-
-    g = TableGeometry()
-    s = 0.5
-    hom = np.array([[s, 0, 0.0], [0, s, 0.0], [0, 0, 1.0]])
-    cal = Calibration.from_homography(hom, g.zones(), camera_height_mm=1800.0, camera_nadir_mm=(550.0, 280.0))
-    side_px = g.die_size / s
-    bg = np.zeros((int(g.width / s), int(g.length / s), 3), np.uint8)
-    bg[:] = (40, 110, 40)
-
-    def frame(centres_mm):
-        img = bg.copy()
-        half = 0.53 * side_px
-        for x, y in centres_mm:
-            u, v = x / s, y / s
-            cv2.rectangle(img, (int(u - half), int(v - half)), (int(u + half) - 1, int(v + half) - 1), (38, 32, 178), -1)
-        return img
+    g, cal, side_px, bg, frame = flat_table(0.53)
     tr = ThrowTracker(cal, die_side_px=side_px)
     tr.set_background(bg)
     a, b = (550.0, 280.0), (550.0 + 1.06 * g.die_size, 280.0)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import tomllib
 
-import cv2
 import numpy as np
 import pytest
 
@@ -80,21 +79,9 @@ def test_tracker_starts_the_late_die_where_it_first_shows():
     """A lone die in the first frames starts one track only (it used to start both, so the late
     die showed as the second track jumping, not as a late start); the other starts when a
     second component shows."""
-    s = 0.5
-    cal = Calibration.from_homography(np.diag([s, s, 1.0]), GEOM.zones(), camera_height_mm=1800.0,
-                                      camera_nadir_mm=(550.0, 280.0))
-    side_px = GEOM.die_size / s
-    bg = np.zeros((int(GEOM.width / s), int(GEOM.length / s), 3), np.uint8)
-    bg[:] = (40, 110, 40)
+    from flat_table import flat_table
 
-    def frame(centres_mm):
-        img = bg.copy()
-        half = 0.6 * side_px
-        for x, y in centres_mm:
-            u, v = x / s, y / s
-            cv2.rectangle(img, (int(u - half), int(v - half)), (int(u + half) - 1, int(v + half) - 1),
-                          (38, 32, 178), -1)
-        return img
+    _, cal, side_px, bg, frame = flat_table(0.6)
 
     tr = ThrowTracker(cal, die_side_px=side_px)
     tr.set_background(bg)
