@@ -20,26 +20,12 @@ from controller.lamps import NullLampDriver
 from controller.service_cli import build_service
 from vision.types import DieReading
 from tableconfig import write_test_config
+from list_publisher import ListPublisher
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TRAY = SHARED / "data" / "dice-photos" / "topdown-tray"
 
 
-class ListPublisher:
-    """Records what would go on the bus."""
-
-    def __init__(self):
-        self.sent: list[tuple[str, dict]] = []
-
-    def publish(self, topic, body):
-        self.sent.append((topic, body))
-        return {"seq": len(self.sent), "topic": topic, "body": body}
-
-    def close(self):
-        pass
-
-    def rolls(self):
-        return [b for t, b in self.sent if t == "roll"]
 
 
 def scene_image(dice, w=320, h=240):

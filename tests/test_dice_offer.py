@@ -205,20 +205,6 @@ def test_within_scene():
 
 # --- the service on synthetic frames ----------------------------------------------------------
 
-class _Pub:
-    """A publisher that keeps what it was given: ``sent`` [(topic, body)]."""
-
-    def __init__(self):
-        self.sent = []
-
-    def publish(self, topic, body):
-        self.sent.append((topic, body))
-        return {"seq": len(self.sent)}
-
-    def close(self):
-        pass
-
-
 def _service(tmp_path, reader, observe):
     """A table service on no source (frames pushed by the test), ``reader`` and ``observe``
     given: ``(service, publisher)``."""
@@ -230,7 +216,9 @@ def _service(tmp_path, reader, observe):
         "table": {"id": "t-offer"}, "vision": {"still_frames": 5, "still_s": 0.0, "rest_timeout_s": 3.0},
         "lamps": {"driver": "none"}, "state": {"db": str(tmp_path / "state.sqlite")},
         "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")}})
-    pub = _Pub()
+    from list_publisher import ListPublisher
+
+    pub = ListPublisher()
     service, _ = build_service(cfg, source=None, publisher=pub, lamp_driver=NullLampDriver(), reader=reader)
     service.observe = observe
     return service, pub

@@ -12,22 +12,14 @@ from controller.config import load_config
 from controller.lamps import NullLampDriver
 from controller.service_cli import build_service
 
+from list_publisher import ListPublisher  # noqa: E402
+
 pytest.importorskip("mujoco")
 SimSource = pytest.importorskip("simulator.source").SimSource
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-class ListPublisher:
-    def __init__(self):
-        self.sent: list[tuple[str, dict]] = []
-
-    def publish(self, topic, body):
-        self.sent.append((topic, body))
-        return {"seq": len(self.sent), "topic": topic, "body": body}
-
-    def close(self):
-        pass
 
 
 def run_table(tmp_path, source):
