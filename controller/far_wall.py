@@ -288,6 +288,46 @@ def _credited_any_identity(placed: Sequence[Sequence[bool | None]], pulse_times:
     return any(c0 and c1 for _, c0, c1 in states)
 
 
+#: A point this close to the far wall's line (mm, measured into the table), or beyond the line,
+#: is near the far wall (dice offered to a new shooter never come there, controller/offer.py): the far-wall band (50 mm on the simulated table) plus what a die thrown
+#: at 5 m/s covers between two frames at 30 fps (167 mm), rounded up. The dice cup stands
+#: mid-table (550 mm from the wall on the simulated 1100 mm table), and an offer goes from it to
+#: a player at the sides or the shooter's end.
+NEAR_FAR_WALL_MM = 250.0
+
+
+def far_wall_approached(points: Sequence[Point] | None, wall: Wall | None, *,
+                        near_mm: float = NEAR_FAR_WALL_MM, strikes: Sequence[float] | None = None,
+                        window: tuple[float, float] | None = None, gap_s: float = 0.0) -> bool | None:
+    """Did anything that moved come near the far wall, or did the far-wall sensor ring?
+
+    Args:
+        points: ``(t_s, x_mm, y_mm)`` felt-plane points of what the tracker saw moving (each
+            die's track, its reconstructed bounce points, every component it found); ``None``
+            when the motion was not tracked.
+        wall: the far wall (:func:`wall_of`), ``None`` without a band.
+        near_mm: a point within this many mm of the wall's line, measured into the table, or
+            beyond the line, alongside the wall (± ``near_mm``), is near it.
+        strikes: far-wall sensor strike times (s, frame clock), ``None`` without a sensor.
+        window: ``(t_start, t_rest)`` s: strikes outside it are of another motion.
+        gap_s: strikes closer than this are one (:func:`pulses`).
+
+    Returns:
+        ``True`` (a sensor strike in the window, or a point near the wall), ``False`` (points
+        seen, none near, no strike) or ``None`` (nothing tracked, or no wall: cannot tell).
+    """
+    if pulses(strikes, window, gap_s):
+        return True
+    if wall is None or not points:
+        return None
+    for _, x, y in points:
+        if not (math.isfinite(x) and math.isfinite(y)):
+            continue
+        if wall.depth(x, y) <= near_mm and wall.alongside(x, y, margin=near_mm):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class FarWallFinding:
     """What :func:`decide` found.

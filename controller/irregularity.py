@@ -73,7 +73,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from controller import far_wall, offer, release
+from controller import far_wall, release
 from controller.irregularity_profile import COCKED_AS_READ, IrregularityProfile
 from controller.policy import NY_5324
 from controller.verdict import ZONE_PLAYING, DieObservation, ThrowFacts, Verdict, decide
@@ -1351,7 +1351,7 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     moved = None
     if track is not None or track_seen is not None:
         moved = [p for t in (track or ()) for p in far_wall.track_points(t)] + list(track_seen or ())
-    approached = offer.far_wall_approached(moved, wall, strikes=wall_strikes, window=window, gap_s=tol.strike_gap_s)
+    approached = far_wall.far_wall_approached(moved, wall, strikes=wall_strikes, window=window, gap_s=tol.strike_gap_s)
     # --- the dice leave the hand together, 5324.52(k)(2)(i) ------------------------------------
     late, apart = None, None
     if track is not None and track_copied is not None and tol.release_gap_s > 0:

@@ -17,7 +17,7 @@ boxperson call ((k)(2)(v)-(vi)) that would stop the table at every new shooter.
    rest in the playing area, and none on a rail, in the chip bank or off the layout: a throw
    with one or two foreign dice (three or four dice) is never an offer;
 3. the motion was followed (a track: a motion from an empty table, not armed by a rig) and
-   nothing the tracker saw moving came near the far wall (within :data:`NEAR_FAR_WALL_MM` of
+   nothing the tracker saw moving came near the far wall (within :data:`controller.far_wall.NEAR_FAR_WALL_MM` of
    its line, or beyond it), and the far-wall sensor, on a rig that has one, gave no strike
    during the motion: a throw is made "to strike the end of the table farthest from the
    shooter" ((g)); the stick never takes the dice there. Without a track (a motion after a
@@ -33,27 +33,19 @@ from an empty table and without a round driver (an automated rig's shaker always
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from controller import far_wall
+from controller.far_wall import NEAR_FAR_WALL_MM, far_wall_approached  # noqa: F401 (the rule's evidence)
 from controller.verdict import ZONE_PLAYING, DieObservation, ThrowFacts
 
 #: Dice of an offered set, 9 NYCRR 5324.52(i)(3) "the complete set of five or more dice".
 MIN_OFFERED_DICE = 5
 
-#: A point this close to the far wall's line (mm, measured into the table), or beyond the line,
-#: is near the far wall: the far-wall band (50 mm on the simulated table) plus what a die thrown
-#: at 5 m/s covers between two frames at 30 fps (167 mm), rounded up. The dice cup stands
-#: mid-table (550 mm from the wall on the simulated 1100 mm table), and an offer goes from it to
-#: a player at the sides or the shooter's end.
-NEAR_FAR_WALL_MM = 250.0
 
 #: Zones a die of an offered set may rest in besides the playing area (the cup it came from).
 _OFFER_ZONES = frozenset({ZONE_PLAYING, "dice_cup"})
 
-Point = tuple[float, float, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,39 +61,6 @@ class OfferFinding:
     offered: bool
     dice: int
     why: str
-
-
-def far_wall_approached(points: Sequence[Point] | None, wall: far_wall.Wall | None, *,
-                        near_mm: float = NEAR_FAR_WALL_MM, strikes: Sequence[float] | None = None,
-                        window: tuple[float, float] | None = None, gap_s: float = 0.0) -> bool | None:
-    """Did anything that moved come near the far wall, or did the far-wall sensor ring?
-
-    Args:
-        points: ``(t_s, x_mm, y_mm)`` felt-plane points of what the tracker saw moving (each
-            die's track, its reconstructed bounce points, every component it found); ``None``
-            when the motion was not tracked.
-        wall: the far wall (:func:`controller.far_wall.wall_of`), ``None`` without a band.
-        near_mm: a point within this many mm of the wall's line, measured into the table, or
-            beyond the line, alongside the wall (± ``near_mm``), is near it.
-        strikes: far-wall sensor strike times (s, frame clock), ``None`` without a sensor.
-        window: ``(t_start, t_rest)`` s: strikes outside it are of another motion.
-        gap_s: strikes closer than this are one (:func:`controller.far_wall.pulses`).
-
-    Returns:
-        ``True`` (a sensor strike in the window, or a point near the wall), ``False`` (points
-        seen, none near, no strike) or ``None`` (nothing tracked, or no wall: cannot tell).
-    """
-    pulses = far_wall.pulses(strikes, window, gap_s)
-    if pulses:
-        return True
-    if wall is None or not points:
-        return None
-    for _, x, y in points:
-        if not (math.isfinite(x) and math.isfinite(y)):
-            continue
-        if wall.depth(x, y) <= near_mm and wall.alongside(x, y, margin=near_mm):
-            return True
-    return False
 
 
 def judge_offer(observations: Sequence[DieObservation], facts: ThrowFacts, *,
