@@ -857,6 +857,32 @@ def test_tilt_classifier_sure_of_flat_outweighs_the_face_classifier_beside_a_wal
     assert verdict([die(600, 300, 2), tilted(die(800, 550, 5), 0.35, 0.9995)]) == ("roll", None, (2, 5))
 
 
+def test_beside_a_wall_a_die_called_flat_is_doubted_on_the_mean_of_the_two_estimates():
+    """Beside a wall the lower of the two flatness estimates says whether a die is flat, and
+    the mean of the two whether it is surely so (``Tolerances.doubt_on_mean``, twenty-fifth
+    session): each estimate is fooled beside walls in its own way, seldom both (simulated
+    camera: dice leaning on the dice cup read flat 0.88-0.97 by the face classifier and 0.001 or
+    less by the tilt classifier; a flat 5 standing 15 mm off the cup read 0.83 and 0.999, sent to
+    the boxperson when the lower decided)."""
+    other = die(700, 300, 3)
+    standing_out = tilted(die(16, 300, 4), 0.83, 0.998)           # 0.84 side off the rail
+    assert verdict([other, standing_out]) == ("roll", None, (4, 3))
+    assert verdict([other, standing_out], "nj-13-47") == ("roll", None, (4, 3))
+    lower = Tolerances(doubt_on_mean=False)
+    assert verdict([other, standing_out], tolerances=lower) == ("boxperson", "face-unreadable", None)
+    # a lean both estimates half believe (0.75 and 0.73, a 2 leaning 41 degrees on the rail's
+    # wall): doubted either way
+    leaning = tilted(die(16, 300, 2), 0.75, 0.73)
+    assert verdict([other, leaning]) == ("boxperson", "face-unreadable", None)
+    # touching the wall: 0.6 (``sure_flat``) on the mean; the lower (0.55) alone was a dispute
+    touching = tilted(die(12, 300, 4), 0.96, 0.555)
+    assert verdict([other, touching]) == ("roll", None, (4, 3))
+    assert verdict([other, touching], tolerances=lower) == ("boxperson", "face-unreadable", None)
+    # the face classifier sure, the tilt classifier not (a lean on the cup): not flat at all
+    cup_lean = tilted(die(16, 300, 5), 0.97, 0.0003)
+    assert verdict([other, cup_lean], "nj-13-47")[:2] == ("boxperson", "die-not-flat")
+
+
 def test_a_stack_a_die_can_lean_on_is_reached_as_far_as_a_wall():
     """A die leaning 40 degrees on the side of a stack taller than ``lean_min_height`` shows
     its upper face up to a side beyond the stack's edge (simulated camera, seventeenth session:
