@@ -55,7 +55,8 @@ What is detected, and from what (9 NYCRR 5324.52):
   is in dispute, and so is a die read flat not surely enough (``sure_flat_off_wall``) that
   stands out from a wall, or from the other die lying flat, where a die leaning on it is seen
   (``off_wall``). Where the reader gives two flatness estimates (the face classifier's and the
-  tilt classifier's P(flat)), a die beside a wall takes the lower, a die beside chip stacks and
+  tilt classifier's P(flat)), a die beside a wall takes the lower (and is doubted on their mean,
+  ``doubt_on_mean``), a die beside chip stacks and
   the other die only the tilt classifier's (``tilt_decides_off_walls``), a die on open felt the
   higher. With the profile option ``cocked = "as-read"`` (house practice) the face
   seen uppermost counts, but a die on two objects is still void;
