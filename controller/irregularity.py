@@ -1229,7 +1229,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             else:
                 doubt = ""
             if doubt:
-                notes.append(f"die {r.value} read flat but unsure (P(flat) {p_flat:.2f}) {doubt}; "
+                mean = ", the mean of the two estimates" if i in doubt_p else ""
+                notes.append(f"die {r.value} read flat but unsure (P(flat) {p_flat:.2f}{mean}) {doubt}; "
                              "which face is uppermost is in dispute, (h)(1)(ii)")
                 values[i] = replace(r, value=None, confidence=0.0,
                                     extra={**r.extra, "seen_value": r.value, "flat_in_doubt": True})

@@ -878,6 +878,10 @@ def test_beside_a_wall_a_die_called_flat_is_doubted_on_the_mean_of_the_two_estim
     touching = tilted(die(12, 300, 4), 0.96, 0.555)
     assert verdict([other, touching]) == ("roll", None, (4, 3))
     assert verdict([other, touching], tolerances=lower) == ("boxperson", "face-unreadable", None)
+    _, obs = judge([other, tilted(die(16, 300, 4), 0.7, 0.8)], calibration=CAL, profile=load_profile("ny-5324"),
+                   objects=CHIPS)
+    assert any("(P(flat) 0.75, the mean of the two estimates) beside rail, standing out" in n for n in obs.notes), \
+        obs.notes
     # the face classifier sure, the tilt classifier not (a lean on the cup): not flat at all
     cup_lean = tilted(die(16, 300, 5), 0.97, 0.0003)
     assert verdict([other, cup_lean], "nj-13-47")[:2] == ("boxperson", "die-not-flat")
