@@ -54,7 +54,7 @@ from controller.policy import Action  # noqa: E402
 from controller.reasons import Reason  # noqa: E402
 from controller.track import ThrowTracker  # noqa: E402
 from controller.verdict import decide  # noqa: E402
-from simulator.dice import quat_with_face_up  # noqa: E402
+from simulator.dice import NORMALS, quat_to_mat, quat_with_face_up  # noqa: E402
 from simulator.geometry import CHIP_DIAMETER_MM, CameraConfig, TableGeometry, default_spares  # noqa: E402
 from simulator.physics import DieState, TableSim  # noqa: E402
 from simulator.render import DicePose, Renderer  # noqa: E402
@@ -153,6 +153,22 @@ def counted_value(s: DieState, profile: IrregularityProfile) -> int:
     return s.value
 
 
+#: A die whose two faces most nearly up make angles with the vertical differing by less than
+#: this many degrees (a lean of more than 40 degrees about an edge: the other face then under
+#: 50) is in dispute as to which face is uppermost, 9 NYCRR 5324.52(h)(1)(ii), under every
+#: profile (twenty-sixth session; before, only under the regulations' profiles and only where
+#: the counted face was not the face most nearly up).
+DISPUTE_MARGIN_DEG = 10.0
+
+
+def face_margin_deg(st: DieState) -> float:
+    """How much nearer the vertical the face most nearly up is than the next face, degrees
+    (90 for a die lying flat, 0 for one balanced on an edge at 45 degrees)."""
+    up = NORMALS @ quat_to_mat(np.asarray(st.quat, dtype=np.float64))[2]   # each face normal's z
+    a = np.sort(np.degrees(np.arccos(np.clip(up, -1.0, 1.0))))
+    return float(a[1] - a[0])
+
+
 def dispute_is_right(states: list[DieState], profile: IrregularityProfile, size_mm: float = 19.05) -> bool:
     """A boxperson call (``face-unreadable``) is right too where the face that counts cannot be
     seen: a cocked die on the layout whose counted face ((h)(1)(i), the one opposite the side
@@ -160,7 +176,12 @@ def dispute_is_right(states: list[DieState], profile: IrregularityProfile, size_
     other die), or that rests on no object at all (balanced on an edge): the text gives the
     boxperson the decision of a disputed face, (h)(1)(ii)(a). So is a die whose upper face is
     covered by the other die lying on it (a profile that reads a die on a die needs the lower
-    die's face, which no camera above the table sees)."""
+    die's face, which no camera above the table sees). So is, under every profile, a die not
+    lying flat whose two faces most nearly up are within :data:`DISPUTE_MARGIN_DEG` of being
+    equally up (a lean of 40-45 degrees: which face is uppermost is in dispute, (h)(1)(ii))."""
+    if any(not st.flat and st.rests_on in ("felt", "chips", "die") and face_margin_deg(st) < DISPUTE_MARGIN_DEG
+           for st in states):
+        return True
     for st in states:
         if any(o is not st and o.rests_on == "die"
                and math.hypot(o.pos_mm[0] - st.pos_mm[0], o.pos_mm[1] - st.pos_mm[1]) < size_mm

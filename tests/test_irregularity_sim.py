@@ -252,3 +252,29 @@ def test_bench_decides_each_throw_under_every_profile_given(capsys):
     rows = [next(line.split() for line in t.splitlines() if line.startswith("on-rail")) for t in tables]
     # scenario, throws, right, right %, no-roll, boxp, roll
     assert [r[1:3] + r[4:7] for r in rows] == [["1", "1", "1", "0", "0"], ["1", "1", "0", "1", "0"]]
+
+
+def _leaning(lean_deg: float, rests_on: str = "chips"):
+    """A die with 1 up turned ``lean_deg`` about its x axis (so 1 and 3 are the faces most
+    nearly up), resting on ``rests_on``, and a flat 5 beside it."""
+    from simulator.dice import quat_with_face_up
+    from simulator.physics import DieState
+    h = np.radians(lean_deg) / 2
+    q = np.array([np.cos(h), np.sin(h), 0.0, 0.0])
+    lean = DieState(np.array([500.0, 300.0, 12.0]), q, 1, lean_deg, False, rests_on,
+                    [{"face": 6, "on": "felt"}, {"face": 4, "on": "chips"}])
+    flat = DieState(np.array([600.0, 300.0, 9.5]), quat_with_face_up(5), 5, 0.0, True, "felt",
+                    [{"face": 2, "on": "felt"}])
+    return [lean, flat]
+
+
+def test_a_lean_near_45_degrees_is_a_dispute_under_every_profile():
+    """9 NYCRR 5324.52(h)(1)(ii): the bench counts a boxperson call right for a die whose two
+    faces most nearly up are under ``DISPUTE_MARGIN_DEG`` (10) apart, house practice included;
+    a lean of 38 degrees (margin 14) is not in dispute there."""
+    assert B.face_margin_deg(_leaning(41.7)[0]) == pytest.approx(6.6, abs=0.01)
+    assert B.face_margin_deg(_leaning(41.7)[1]) == pytest.approx(90.0, abs=1e-6)
+    house = load_profile("house-practice")
+    assert B.dispute_is_right(_leaning(41.7), house) is True
+    assert B.dispute_is_right(_leaning(38.0), house) is False
+    assert B.dispute_is_right(_leaning(41.7, rests_on="rail"), house) is False   # not on the layout

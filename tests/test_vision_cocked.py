@@ -53,13 +53,17 @@ def test_disagreement_and_cannot_tell_leave_the_face_unread_agreement_keeps_it(s
     """Dice both estimates call not flat: the face classifier's value stands only where the
     cocked-die reader gives it at least COCKED_AGREE (fifteenth session; before, "cannot tell"
     and unsure answers left it standing: a lean of 43.5 degrees on the cup was published as
-    the 6 the face classifier read at p 0.996, the cocked-die reader 6 at 0.53, it was a 2).
+    the 6 the face classifier read at p 0.996, the cocked-die reader 6 at 0.53, it was a 2),
+    0.9 since the twenty-sixth session (0.6 before: a 1 leaning 42 degrees on a tall stack,
+    read 4 at p 0.93 by the face classifier and 4 at 0.76 by the cocked-die reader, was
+    published as a 4 under house practice).
     Where the cocked-die reader is sure (COCKED_MIN) of another face, its face is read
     (twentieth session; before, unread): cocked-on-chips seed 1510, a 1 cocked 27 degrees,
     the face classifier 4 at p 0.60, the cocked-die reader 1 at 0.98; of 80 such
     disagreements on rendered cocked dice (seeds 2100-2299, 2600-2799) it was right in 80."""
     stub[1.0] = _cocked(1, 0.99)     # sure of 1, the face classifier read 4 (seed 1510's case)
-    stub[2.0] = _cocked(5, 0.6)      # unsure but leaning to the face classifier's 5: it stands
+    stub[2.0] = _cocked(5, 0.95)     # sure of the face classifier's 5: it stands
+    stub[6.0] = _cocked(4, 0.76)     # leaning to the face classifier's 4, not sure: unread
     stub[3.0] = _cocked(None, 0.95)  # cannot tell (leans ~45 degrees): unread, (h)(1)(ii)
     stub[4.0] = _cocked(2, 0.99)     # the face classifier calls it not a die: still unread
     stub[5.0] = _cocked(6, 0.55)     # below COCKED_AGREE: unread
@@ -67,10 +71,12 @@ def test_disagreement_and_cannot_tell_leave_the_face_unread_agreement_keeps_it(s
             ((2.0, 0, 20, 0.9), _p(5, 0.9, 0.2), 5, 0.9, 0.3),
             ((3.0, 0, 20, 0.9), _p(2, 0.8, 0.1), 2, 0.8, 0.0),
             ((4.0, 0, 20, 0.9), _p(None, 0.8, 0.1), None, 0.2, 0.0),
-            ((5.0, 0, 20, 0.9), _p(6, 0.996, 0.0), 6, 0.996, 0.29)]
+            ((5.0, 0, 20, 0.9), _p(6, 0.996, 0.0), 6, 0.996, 0.29),
+            ((6.0, 0, 20, 0.9), _p(4, 0.93, 0.36), 4, 0.93, 0.0)]
     out = L._read_cocked(IMG, kept)
-    assert [(o[2], round(o[3], 2)) for o in out] == [(1, 0.99), (5, 0.9), (None, 0.2), (None, 0.2), (None, 0.2)]
-    assert [int(np.argmax(o[5])) for o in out] == [0, 4, 6, 1, 5]
+    assert [(o[2], round(o[3], 2)) for o in out] == [(1, 0.99), (5, 0.95), (None, 0.2), (None, 0.2), (None, 0.2),
+                                                      (None, 0.2)]
+    assert [int(np.argmax(o[5])) for o in out] == [0, 4, 6, 1, 5, 3]
 
 
 def test_dice_either_estimate_calls_flat_are_not_asked(stub) -> None:

@@ -77,8 +77,13 @@ SECOND_OPINION_BELOW = 0.9
 #: black 5 a 4 at p 0.998).
 SECOND_OPINION_FLOOR = 0.5
 #: A die both flatness estimates call not flat keeps the face classifier's value only where the
-#: cocked-die reader gives that face at least this (:func:`_read_cocked`).
-COCKED_AGREE = 0.6
+#: cocked-die reader gives that face at least this (:func:`_read_cocked`): :data:`COCKED_MIN`
+#: since the twenty-sixth session (0.6 before), so such a die is read only where the reader
+#: that learned tilted dice is sure of its face. At 0.6 the face classifier's face of a die
+#: leaning 41-42 degrees on a tall chip stack stood where the cocked-die reader gave it
+#: 0.6-0.9, and house practice published it; it was the face nearer the camera, not the face
+#: most nearly up (simulated camera, cocked-on-tall-stack seeds 4997, 5454, 5535).
+COCKED_AGREE = 0.9
 #: A die one flatness estimate calls not flat is left unread where the cocked-die reader gives
 #: another face than the face classifier's at least this (:func:`_read_cocked`).
 DISAGREE_TILTED = 0.5
@@ -349,8 +354,10 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
       :data:`DISAGREE_TILTED`, sure or not (a lean on the cup read a 6 at p 0.89 by the
       face classifier, a 2 at 0.74 by the cocked-die reader: it was a 2).
     * A die both estimates call not flat keeps the face classifier's value only where the
-      cocked-die reader gives that face at least :data:`COCKED_AGREE` (a lean of 43.5
-      degrees read a 6 at p 0.996, the cocked-die reader 6 at 0.53: it was a 2)."""
+      cocked-die reader gives that face at least :data:`COCKED_AGREE`, i.e. is sure of it (a
+      lean of 43.5 degrees read a 6 at p 0.996, the cocked-die reader 6 at 0.53: it was a 2;
+      a 1 leaning 42 degrees on a tall stack read a 4 at p 0.93, the cocked-die reader 4 at
+      0.76: the 4 was the face turned towards the camera)."""
     def asked(item) -> str | None:
         _, p, _, conf, tilt = item
         if _not_flat_votes(p, tilt) == 2:
@@ -392,7 +399,8 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
             # both estimates call it not flat and the reader that learned tilted dice does not
             # lean towards the face classifier's face (simulated camera, cocked-on-cup seed
             # 2064: a 2 leaning 43.5 degrees read a 6 at p 0.996, the cocked-die reader 6 at
-            # 0.53 and 2 at 0.41; house practice published the 6)
+            # 0.53 and 2 at 0.41; house practice published the 6; cocked-on-tall-stack 5454:
+            # a 1 leaning 42 degrees read a 4 at p 0.93, the cocked-die reader 4 at 0.76)
             value, conf = None, min(conf, 0.2)
         elif value is not None and value != c + 1 and c != 6 and float(pc[j][c]) >= DISAGREE_TILTED \
                 and one_not_flat:
