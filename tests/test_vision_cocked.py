@@ -81,7 +81,7 @@ def test_disagreement_and_cannot_tell_leave_the_face_unread_agreement_keeps_it(s
 
 def test_a_die_read_surely_is_asked_only_where_one_flatness_estimate_calls_it_not_flat(stub) -> None:
     """A die read at >= SECOND_OPINION_BELOW that one flatness estimate calls not flat keeps its
-    value only where the cocked-die reader gives it at least TILTED_AGREE (twenty-sixth session:
+    value only where the cocked-die reader gives it at least COCKED_AGREE (twenty-sixth session:
     a 1 leaning 40 degrees on a tall stack, face classifier 2 at p 0.90 and P(flat) 0.64, tilt
     classifier 0.0, cocked-die reader 1 at 0.92, was published as a 2 under house practice).
     Both estimates calling it flat, or no tilt classifier: not asked."""

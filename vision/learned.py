@@ -82,22 +82,18 @@ SECOND_OPINION_FLOOR = 0.5
 #: that learned tilted dice is sure of its face. At 0.6 the face classifier's face of a die
 #: leaning 41-42 degrees on a tall chip stack stood where the cocked-die reader gave it
 #: 0.6-0.9, and house practice published it; it was the face nearer the camera, not the face
-#: most nearly up (simulated camera, cocked-on-tall-stack seeds 4997, 5454, 5535).
+#: most nearly up (simulated camera, cocked-on-tall-stack seeds 4997, 5454, 5535). The same
+#: floor holds, since then, for a die read surely (>= :data:`SECOND_OPINION_BELOW`) that one
+#: flatness estimate calls not flat and the other flat, which is now asked too: beside a chip
+#: stack the controller takes the tilt classifier's "not flat" and, under house practice,
+#: publishes the value as seen. Dice leaning ~40 degrees on tall stacks, the face classifier
+#: sure (0.90-0.995) of the face turned towards the camera and its P(flat) 0.58-0.64, the tilt
+#: classifier's 0.0, were published with that face (cocked-on-tall-stack 5611, 5656, 5760);
+#: the cocked-die reader gave it 0.05-0.36.
 COCKED_AGREE = 0.9
 #: A die one flatness estimate calls not flat is left unread where the cocked-die reader gives
 #: another face than the face classifier's at least this (:func:`_read_cocked`).
 DISAGREE_TILTED = 0.5
-#: A die read surely (>= :data:`SECOND_OPINION_BELOW`) that one flatness estimate calls not flat
-#: (the other flat) is shown to the cocked-die reader too (:data:`ASK_TILTED`, twenty-sixth
-#: session), and keeps its value only where that reader gives it at least this
-#: (:func:`_read_cocked`): beside a chip stack the controller takes the tilt classifier's "not
-#: flat" and, under house practice, publishes the value as seen. Dice leaning ~40 degrees on tall
-#: stacks, the face classifier sure (0.90-0.995) of the face turned towards the camera and its
-#: P(flat) 0.58-0.64, the tilt classifier's 0.0, were published with that face (simulated
-#: camera, cocked-on-tall-stack 5611, 5656, 5760); the cocked-die reader gave it 0.05-0.36.
-TILTED_AGREE = 0.9
-#: Ask the cocked-die reader about such dice at all (see :data:`TILTED_AGREE`).
-ASK_TILTED = True
 
 #: Classifier input side (pixels) and the window it sees, in die box sides.
 CROP = 48
@@ -366,7 +362,7 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
       face classifier, a 2 at 0.74 by the cocked-die reader: it was a 2).
     * Dice read surely that one flatness estimate calls not flat and the other flat (the tilt
       classifier shipped): the face classifier's value stands only where the cocked-die reader
-      gives it at least :data:`TILTED_AGREE` (twenty-sixth session; before, they were not asked).
+      gives it at least :data:`COCKED_AGREE` (twenty-sixth session; before, they were not asked).
     * A die both estimates call not flat keeps the face classifier's value only where the
       cocked-die reader gives that face at least :data:`COCKED_AGREE`, i.e. is sure of it (a
       lean of 43.5 degrees read a 6 at p 0.996, the cocked-die reader 6 at 0.53: it was a 2;
@@ -378,7 +374,7 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
             return "cocked"
         if p[NOT_A_FACE] < 0.5 and int(np.argmax(p[:7])) != NOT_A_FACE and conf < SECOND_OPINION_BELOW:
             return "second"
-        if ASK_TILTED and tilt is not None and _not_flat_votes(p, tilt) == 1 and item[2] is not None:
+        if tilt is not None and _not_flat_votes(p, tilt) == 1 and item[2] is not None:
             return "tilted"
         return None
 
@@ -411,17 +407,14 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
             value, conf = c + 1, float(pc[j][c])
         elif sure and value is not None and value != c + 1:   # the two readers disagree
             value, conf = None, min(conf, 0.2)
-        elif kinds[k] == "cocked" and value is not None and float(pc[j][value - 1]) < COCKED_AGREE:
-            # both estimates call it not flat and the reader that learned tilted dice does not
-            # lean towards the face classifier's face (simulated camera, cocked-on-cup seed
-            # 2064: a 2 leaning 43.5 degrees read a 6 at p 0.996, the cocked-die reader 6 at
-            # 0.53 and 2 at 0.41; house practice published the 6; cocked-on-tall-stack 5454:
-            # a 1 leaning 42 degrees read a 4 at p 0.93, the cocked-die reader 4 at 0.76)
-            value, conf = None, min(conf, 0.2)
-        elif kinds[k] == "tilted" and float(pc[j][value - 1]) < TILTED_AGREE:
-            # read surely, one estimate calls it not flat, and the reader that learned tilted
-            # dice is not sure of that face (cocked-on-tall-stack 5760: a 1 leaning 40 degrees
-            # read a 2 at p 0.92, the cocked-die reader 2 at 0.35, 1 at 0.33)
+        elif kinds[k] in ("cocked", "tilted") and value is not None and float(pc[j][value - 1]) < COCKED_AGREE:
+            # the controller may call it not flat and the reader that learned tilted dice is not
+            # sure of the face classifier's face (simulated camera, cocked-on-cup seed 2064: a 2
+            # leaning 43.5 degrees read a 6 at p 0.996, the cocked-die reader 6 at 0.53 and 2 at
+            # 0.41, house practice published the 6; cocked-on-tall-stack 5454: a 1 leaning 42
+            # degrees read a 4 at p 0.93, the cocked-die reader 4 at 0.76; 5760, one estimate
+            # calling it flat: a 1 leaning 40 degrees read a 2 at p 0.92, the cocked-die reader
+            # 2 at 0.35, 1 at 0.33)
             value, conf = None, min(conf, 0.2)
         elif value is not None and value != c + 1 and c != 6 and float(pc[j][c]) >= DISAGREE_TILTED \
                 and one_not_flat:
