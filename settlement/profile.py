@@ -280,6 +280,8 @@ class Profile:
                 if set(getattr(settlement.odds, fld)) != set(POINTS):
                     raise ProfileError(f"{name}: settlement.odds.{fld}: needs exactly the numbers {POINTS}")
         self.permitted = frozenset(settlement.permitted)
+        if settlement.vig is not None:
+            _check_vig_cap(name, settlement, self.pays)
 
     def cite(self, key: str, default: str | None = None) -> str:
         """The citation string for a rule or wager key (falls back to the profile citation)."""
@@ -287,6 +289,39 @@ class Profile:
 
     def __repr__(self) -> str:
         return f"Profile({self.name!r})"
+
+
+#: the most vigorish a buy or lay may cost, as a share of the wager
+VIG_CAP = Fraction(5, 100)
+
+
+def _check_vig_cap(name: str, settlement: Settlement, pays) -> None:
+    """Refuse a vig that could exceed five percent of a wager: "a percentage of the amount wagered
+    that shall not exceed five percent of such wager" (9 NYCRR 5324.52(e)(1)-(2); N.J.A.C.
+    13:47-20.25(j)); a lay's "percentage of the amount the player could win ... which in no event
+    shall exceed five percent of such wager" (N.J.A.C. 13:47-20.25(k)), so a vig on the win is
+    checked on the lay's largest win per unit staked.
+
+    Raises:
+        ProfileError: naming the wager, the number and the share of the wager charged.
+    """
+    v = settlement.vig
+    rule = "9 NYCRR 5324.52(e)(1)-(2); N.J.A.C. 13:47-20.25(j)-(k)"
+    if v.rate < 0:
+        raise ProfileError(f"{name}: settlement.vig.rate: {v.rate} is negative")
+    checks = []
+    if "buy" in settlement.permitted:
+        checks.append(("buy", None, v.rate))
+    if "lay" in settlement.permitted:
+        if v.lay_base == "wager" or pays.lay is None:
+            checks.append(("lay", None, v.rate))
+        else:
+            checks += [("lay", n, v.rate * pays.lay[n]) for n in sorted(pays.lay)]
+    for kind, n, share in checks:
+        if share > VIG_CAP:
+            on = f" of {n}" if n is not None else ""
+            raise ProfileError(f"{name}: settlement.vig.rate: {v.rate} charges {share} of a {kind}{on}'s wager; "
+                               f"the vig shall not exceed five percent of the wager ({rule})")
 
 
 class _Pays:

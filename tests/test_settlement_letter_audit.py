@@ -1,0 +1,58 @@
+"""Audit of settlement against the letter of the regulation texts (/work/shared/regulations/:
+9 NYCRR 5324.52, N.J.A.C. 13:47-20.25). Each test failed on the code as audited (commit ce92af0)
+and asserts what the quoted paragraph requires.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from settlement.engine import Table
+from settlement.profile import ProfileError, profile_from_dict
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _settlement_table(name: str) -> dict:
+    return tomllib.loads((REPO / "config" / "profiles" / f"{name}.toml").read_text())["settlement"]
+
+
+@pytest.mark.parametrize("name, lay_base", [("ny-5324", "win"), ("ny-5324", "wager"), ("nj-13-47", "win")])
+def test_a_vig_above_five_percent_of_the_wager_is_refused(name, lay_base):
+    """9 NYCRR 5324.52(e)(1)-(2): buy and lay bets pay "a percentage of the amount wagered that
+    shall not exceed five percent of such wager"; N.J.A.C. 13:47-20.25(j): "which in no event shall
+    exceed five percent of such wager", (k) (lay): "a percentage of the amount the player could win
+    on such bet which in no event shall exceed five percent of such wager"; (e)(3), (l): no other
+    vigorish.
+
+    The audited profile schema took any ``vig.rate``: with ``rate = "6/100"`` a $20 buy of the 4
+    was charged $1.20, 6% of the wager. A profile whose vig can exceed five percent of a wager is
+    now refused at load, naming the paragraphs."""
+    data = _settlement_table(name)
+    data["vig"] = dict(data["vig"], rate="6/100", lay_base=lay_base)
+    with pytest.raises(ProfileError) as exc:
+        profile_from_dict(name, data)
+    msg = str(exc.value)
+    assert "five percent" in msg and "5324.52(e)(1)-(2)" in msg and "13:47-20.25(j)-(k)" in msg
+
+
+def test_a_lay_vig_on_the_win_may_be_a_larger_rate_while_under_five_percent_of_the_wager():
+    """N.J.A.C. 13:47-20.25(k): the lay vig is "a percentage of the amount the player could win ...
+    which in no event shall exceed five percent of such wager": 6% of the win of a lay of the 6 or 8
+    (5 to 6) is exactly 5% of the wager, so a lay-only profile with that rate loads and charges it;
+    7% of that win (5.83% of the wager) is refused."""
+    data = _settlement_table("nj-13-47")
+    data["permitted"] = [k for k in data["permitted"] if k != "buy"]
+    data["pays"] = {k: v for k, v in data["pays"].items() if k != "buy"}
+    data["working"] = dict(data["working"], off_on_come_out=["place"],
+                           callable_off=[k for k in data["working"]["callable_off"] if k != "buy"])
+    data["vig"] = dict(data["vig"], rate="6/100", lay_base="win")
+    prof = profile_from_dict("nj-13-47", data)
+    t = Table(prof)
+    w = t.place({"player": "p", "bet": "lay", "number": 6, "amount": 1200})
+    assert w.vig_paid == 60                                   # 6% of $10 to win = 5% of $12
+    data["vig"] = dict(data["vig"], rate="7/100")
+    with pytest.raises(ProfileError):
+        profile_from_dict("nj-13-47", data)
