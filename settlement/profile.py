@@ -275,6 +275,11 @@ class Profile:
                                    f"are not allowed (allowed: {sorted(allowed)})")
         if self.pays.hardway is not None and set(self.pays.hardway) != {4, 6, 8, 10}:
             raise ProfileError(f"{name}: settlement.pays.hardway: needs exactly the numbers [4, 6, 8, 10]")
+        # the field wins on every one of 2, 3, 4, 9, 10, 11 and 12 (9 NYCRR 5324.52(b)(11), 4620.3(e)(6);
+        # N.J.A.C. 13:47-20.25(h)1.xi; rules text 002, 2(k)): a number missing would settle as a loss
+        if self.pays.field is not None and set(self.pays.field) != {2, 3, 4, 9, 10, 11, 12}:
+            raise ProfileError(f"{name}: settlement.pays.field: needs exactly the numbers [2, 3, 4, 9, 10, 11, 12] "
+                               f"(the field wins on each: 9 NYCRR 5324.52(b)(11))")
         if settlement.odds is not None:
             for fld in ("take_multiple", "lay_multiple"):
                 if set(getattr(settlement.odds, fld)) != set(POINTS):

@@ -56,3 +56,19 @@ def test_a_lay_vig_on_the_win_may_be_a_larger_rate_while_under_five_percent_of_t
     data["vig"] = dict(data["vig"], rate="7/100")
     with pytest.raises(ProfileError):
         profile_from_dict("nj-13-47", data)
+
+
+@pytest.mark.parametrize("name", ["ny-5324", "ny-4620", "nj-13-47", "rules-002"])
+def test_a_field_pay_table_must_pay_every_field_number(name):
+    """9 NYCRR 5324.52(b)(11): the field "shall win if any one of the totals 2, 3, 4, 9 10, 11 or 12
+    is rolled"; N.J.A.C. 13:47-20.25(h)1.xi, rules text 002 2(k) the same; 9 NYCRR 4620.3(e)(6):
+    "2, 3, 4, 9, 10, 11 or 12 ... the bettor gets even money".
+
+    The audited profile check took any subset of those numbers as the field pay table (the hardway
+    table must have exactly its four numbers): with 3 left out, a $5 field bet lost on a roll of
+    1-2. A field table without one of the seven numbers is now refused at load."""
+    data = _settlement_table(name)
+    data["pays"] = dict(data["pays"], field={k: v for k, v in data["pays"]["field"].items() if k != "3"})
+    with pytest.raises(ProfileError) as exc:
+        profile_from_dict(name, data)
+    assert "settlement.pays.field" in str(exc.value) and "[2, 3, 4, 9, 10, 11, 12]" in str(exc.value)
