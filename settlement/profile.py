@@ -268,11 +268,17 @@ class Profile:
                 raise ProfileError(f"{name}: settlement.pays.{fld}: needs exactly the numbers {POINTS}")
         for fld, table, allowed in (("hardway", self.pays.hardway, {4, 6, 8, 10}),
                                     ("field", self.pays.field, {2, 3, 4, 9, 10, 11, 12}),
-                                    ("fire", self.pays.fire, {1, 2, 3, 4, 5, 6}),
-                                    ("hot_roller", self.pays.hot_roller, {1, 2, 3, 4, 5, 6})):
+                                    ("fire", self.pays.fire, {4, 5, 6}),
+                                    ("hot_roller", self.pays.hot_roller, {2, 3, 4, 5, 6})):
             if table is not None and not set(table) <= allowed:
                 raise ProfileError(f"{name}: settlement.pays.{fld}: numbers {sorted(set(table) - allowed)} "
                                    f"are not allowed (allowed: {sorted(allowed)})")
+        # the fire bet wins with at least four different points and loses with fewer, paid for the
+        # highest of four, five or six (9 NYCRR 5324.52(b)(40), (d)(4) tables A and B; rules text
+        # 002, 2(nn)); the hot roller needs at least two points completed (rules text 002, 2(oo))
+        if self.pays.fire is not None and set(self.pays.fire) != {4, 5, 6}:
+            raise ProfileError(f"{name}: settlement.pays.fire: needs exactly the numbers of points [4, 5, 6] "
+                               f"(9 NYCRR 5324.52(b)(40), (d)(4))")
         if self.pays.hardway is not None and set(self.pays.hardway) != {4, 6, 8, 10}:
             raise ProfileError(f"{name}: settlement.pays.hardway: needs exactly the numbers [4, 6, 8, 10]")
         # the field wins on every one of 2, 3, 4, 9, 10, 11 and 12 (9 NYCRR 5324.52(b)(11), 4620.3(e)(6);

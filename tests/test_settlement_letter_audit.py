@@ -72,3 +72,40 @@ def test_a_field_pay_table_must_pay_every_field_number(name):
     with pytest.raises(ProfileError) as exc:
         profile_from_dict(name, data)
     assert "settlement.pays.field" in str(exc.value) and "[2, 3, 4, 9, 10, 11, 12]" in str(exc.value)
+
+
+@pytest.mark.parametrize("name", ["ny-5324", "rules-002"])
+@pytest.mark.parametrize("change", ["add-3", "drop-4"])
+def test_a_fire_pay_table_pays_four_five_and_six_points_only(name, change):
+    """9 NYCRR 5324.52(b)(40): the fire bet "shall win if at least four different point totals ...
+    are made ... and shall lose if fewer than four different point totals are made"; (d)(4): paid
+    for the highest number of different points made at tables A or B, "Four", "Five", "Six";
+    rules text 002, 2(nn) the same.
+
+    The audited profile check allowed fire tiers 1 to 6: a table with a tier for 3 points paid a
+    fire bet on a seven-out after three points (the text: it loses), and a table without the tier
+    for four lost a bet that made four. A fire table needs exactly the tiers 4, 5 and 6."""
+    data = _settlement_table(name)
+    fire = dict(data["pays"]["fire"])
+    if change == "add-3":
+        fire["3"] = "5:1"
+    else:
+        fire.pop("4")
+    data["pays"] = dict(data["pays"], fire=fire)
+    with pytest.raises(ProfileError) as exc:
+        profile_from_dict(name, data)
+    assert "settlement.pays.fire" in str(exc.value) and "[4, 5, 6]" in str(exc.value)
+
+
+def test_a_hot_roller_pay_table_has_no_tier_below_two_points():
+    """Rules text 002, 2(oo): the hot roller wager "shall win if all combinations for at least two
+    of the numbers (points) ... is thrown before any 7 is thrown, and shall lose if any 7 is thrown
+    before all combinations of any two of the points are thrown". The audited check allowed a tier
+    for one point, which paid on a 7 after one point's combinations; it is now refused."""
+    data = _settlement_table("rules-002")
+    data["pays"] = dict(data["pays"], hot_roller={"1": "1:1", "2": "5:1"})
+    with pytest.raises(ProfileError) as exc:
+        profile_from_dict("rules-002", data)
+    assert "settlement.pays.hot_roller" in str(exc.value)
+    data["pays"] = dict(data["pays"], hot_roller={"2": "5:1", "6": "200:1"})
+    assert profile_from_dict("rules-002", data).pays.hot_roller[2] == 5
