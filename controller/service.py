@@ -489,9 +489,14 @@ class TableService:
         Raises:
             ValueError: a voluntary change while a point is pending where the profile passes
                 the dice only "on completion of a decision" (``shooter_change = "decision"``:
-                9 NYCRR 4620.3(c)(5), N.J.A.C. 13:47-20.25(g)6); nothing changed.
+                9 NYCRR 4620.3(c)(5), N.J.A.C. 13:47-20.25(g)6); nothing changed. A shooter who
+                has not thrown yet may always pass: "Any player may ... refuse to shoot in the
+                player's turn, and pass the dice to the next player" (4620.3(c)(6); N.J.A.C.
+                13:47-20.25(g)7), e.g. after a compulsory change while a point is pending.
         """
-        if not compulsory and self.shooter_change == "decision" and self.store.state.point is not None:
+        state = self.store.state
+        if not compulsory and self.shooter_change == "decision" and state.point is not None \
+                and state.shooter_roll > 0:
             raise ValueError(f"the shooter passes the dice on completion of a decision, not while the point "
                              f"{self.store.state.point} is pending (9 NYCRR 4620.3(c)(5))")
         state = new_shooter(self.store.state)

@@ -474,11 +474,14 @@ class Table:
         Raises:
             ValueError: ``change`` is neither "voluntary" nor "compulsory".
             Rejected: a voluntary change while a point is pending under a profile whose
-                ``shooter_change`` is "decision" (9 NYCRR 4620.3(c)(5)).
+                ``shooter_change`` is "decision" (9 NYCRR 4620.3(c)(5)), unless the shooter has
+                not thrown yet: "Any player may ... refuse to shoot in the player's turn"
+                (4620.3(c)(6); N.J.A.C. 13:47-20.25(g)7).
         """
         if change not in ("voluntary", "compulsory"):
             raise ValueError(f"shooter change must be 'voluntary' or 'compulsory', not {change!r}")
-        if change == "voluntary" and self.prof.s.shooter_change == "decision" and self.state.point is not None:
+        if change == "voluntary" and self.prof.s.shooter_change == "decision" and self.state.point is not None \
+                and self.state.shooter_rolls > 0:
             raise Rejected(f"the shooter passes the dice on completion of a decision, not while the point "
                            f"{self.state.point} is pending", self.prof.cite("shooter_change"))
         self.state = change_shooter(self.state)

@@ -1,0 +1,51 @@
+"""Third audit of the game state and the irregularity policy against the regulation texts
+(/work/shared/regulations/: 000 = 9 NYCRR 5324.52, 001 = 9 NYCRR 4620.3, 003 = N.J.A.C.
+13:69F-1.11, 004 = N.J.A.C. 13:47-20.25). tests/test_rules_audit.py and
+tests/test_rules_audit_game.py are the earlier audits; each test here failed on the code as
+audited (commit ce92af0) and passes since.
+"""
+from __future__ import annotations
+
+import pytest
+
+from controller.game import GameState, advance
+
+
+# --- 1. a player may refuse to shoot in the player's turn, a point pending or not ----------------
+
+def test_a_new_shooter_may_refuse_the_dice_while_a_point_is_pending_where_the_dice_pass_on_a_decision(tmp_path):
+    """9 NYCRR 4620.3(c)(6) "Any player may, if the player likes, refuse to shoot in the player's
+    turn, and pass the dice to the next player" (N.J.A.C. 13:47-20.25(g)7 the same). The
+    "on completion of a decision" limit of (c)(5) (N.J.A.C. 13:47-20.25(g)6) is the *shooter's*
+    option to stop "without waiting to miss out on the point"; a player whose turn it is and who
+    has not thrown has no decision to complete. Shooter 1 is ordered to pass the dice while the
+    point 4 is pending (compulsory); shooter 2 refuses to shoot: the dice go to shooter 3. The
+    table service refused it ("not while the point 4 is pending"), and so did settlement."""
+    from test_controller_service import ListPublisher, make_service, run_throws
+
+    from settlement.engine import Table
+    from settlement.profile import load_profile as load_settlement_profile
+
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    service.shooter_change = "decision"                        # ny-4620, nj-13-47
+    bodies, _ = run_throws(service, [[(2, 100, 100), (2, 200, 120)]])           # point 4
+    assert bodies[-1]["game"]["point"] == 4
+    service.relinquish(compulsory=True)                        # shooter 1 ordered to pass the dice
+    state = service.relinquish()                               # shooter 2 refuses to shoot
+    service.close()
+    assert (state.shooter, state.shooter_roll, state.point) == (3, 0, 4)
+    # the shooter who has thrown in the point still may not stop before a decision, (c)(5)
+    service = make_service(tmp_path / "again", ListPublisher())
+    service.shooter_change = "decision"
+    run_throws(service, [[(2, 100, 100), (2, 200, 120)]])
+    with pytest.raises(ValueError, match="point 4 is pending"):
+        service.relinquish()
+    service.close()
+
+    for profile in ("ny-4620", "nj-13-47"):
+        table = Table(load_settlement_profile(profile))
+        table.roll((2, 2))                                     # point 4
+        table.shooter_change("compulsory")
+        table.shooter_change("voluntary")                      # the next player refuses to shoot
+        assert (table.state.shooter, table.state.point) == (3, 4), profile
