@@ -15,7 +15,8 @@ applies it before its next frame, or refuses it with a ``command-refused`` alarm
 ``--no-roll REASON``: the boxperson or stickperson calls "no roll" on the throw in progress
 (9 NYCRR 5324.52(k)(2), (k)(5)(i); whenever possible before both dice come to rest, (k)(3)):
 ``dice-not-simultaneous`` ((k)(2)(i)), ``far-wall-missed`` ((k)(2)(ii)), ``cheating-device``
-((k)(2)(v)) or ``improper-throw`` ((k)(2)(vi)); the throw's verdict is then that no roll, or the
+((k)(2)(v)), ``improper-throw`` ((k)(2)(vi)) or ``die-off-table`` ((k)(1): a die left the table
+and came back onto it); the throw's verdict is then that no roll, or the
 call is refused with a ``command-refused`` alarm when no throw is in progress.
 
 Exit status: 0 the decision was taken (printed as JSON), 1 the table refused it (no such call,

@@ -43,7 +43,7 @@ class Reason(str, Enum):
     DIE_OFF_TABLE = (
         "die-off-table",
         "9 NYCRR 5324.52(k)(1)",
-        "only one die at rest on the table: the other die left the table",
+        "a die left the table: only one die at rest on the table, or a person saw it leave",
     )
     DIE_ON_DIE = (
         "die-on-die",
@@ -175,7 +175,11 @@ STAFF_CALLED: frozenset[Reason] = frozenset({Reason.CHEATING_DEVICE, Reason.IMPR
 #: controller/release.py, since the twenty-fourth session): boxperson, so that profiles written
 #: before it still load.
 DEFAULTED: frozenset[Reason] = frozenset({Reason.DICE_NOT_SIMULTANEOUS})
-#: The reasons a ``no-roll`` call may give.
+#: The reasons a ``no-roll`` call may give. ``die-off-table``: "A roll of the dice shall be invalid
+#: whenever either die leaves ... the table" (9 NYCRR 5324.52(k)(1)): a die that leaves the table
+#: and is knocked back onto it (off a person, over the rail) comes to rest on the felt, where the
+#: camera judges it; a person who saw it leave calls it (always a no roll, every profile).
 STAFF_CALL_REASONS: tuple[Reason, ...] = (Reason.DICE_NOT_SIMULTANEOUS, Reason.FAR_WALL_MISSED,
-                                          Reason.CHEATING_DEVICE, Reason.IMPROPER_THROW)
+                                          Reason.CHEATING_DEVICE, Reason.IMPROPER_THROW,
+                                          Reason.DIE_OFF_TABLE)
 CONTROLLER_RULES = CONTROLLER_RULES | STAFF_CALLED

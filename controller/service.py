@@ -513,8 +513,10 @@ class TableService:
         who called it (``who``, ``console``, ``at_utc``). For what a person sees and the camera
         cannot judge: dice not leaving the hand together ((k)(2)(i); the camera sees a die
         entering well after the other only, and sends that to the boxperson), a cheating device
-        ((k)(2)(v)), any other improper throw ((k)(2)(vi)), or a die that missed the far end
-        ((k)(2)(ii)).
+        ((k)(2)(v)), any other improper throw ((k)(2)(vi)), a die that missed the far end
+        ((k)(2)(ii)), or a die that left the table and came back onto it (``die-off-table``: the
+        roll "shall be invalid whenever either die leaves ... the table", (k)(1); the camera
+        judges only where the dice come to rest).
 
         Args:
             reason: a code of :data:`controller.reasons.STAFF_CALL_REASONS`.

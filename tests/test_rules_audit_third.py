@@ -49,3 +49,40 @@ def test_a_new_shooter_may_refuse_the_dice_while_a_point_is_pending_where_the_di
         table.shooter_change("compulsory")
         table.shooter_change("voluntary")                      # the next player refuses to shoot
         assert (table.state.shooter, table.state.point) == (3, 4), profile
+
+
+# --- 2. a die that leaves the table and comes back onto it ---------------------------------------
+
+@pytest.mark.parametrize("profile, citation", [
+    ("ny-5324", "9 NYCRR 5324.52(k)(1)"),
+    ("ny-4620", "9 NYCRR 4620.3(c)(1)"),
+    ("nj-13-47", "N.J.A.C. 13:47-20.25(g)3, (e)4"),
+])
+def test_a_person_may_call_a_die_that_left_the_table_and_came_back(tmp_path, profile, citation):
+    """9 NYCRR 5324.52(k)(1): "A roll of the dice shall be invalid whenever either die leaves, or
+    both dice leave, the table" -- leaves, not only comes to rest off it: a die that flies over
+    the rail, strikes a person or the floor-side of the rail and is knocked back onto the layout
+    makes the roll invalid, without the discretion of (k)(2). The camera judges where the dice
+    come to rest (both on the felt here: a valid roll by their faces), so only the boxperson or
+    stickperson ((k)(5)(i)) can tell; their "no roll" call ``die-off-table`` was refused ("cannot
+    be called": only (k)(2)(i), (ii), (v), (vi) reasons could), and the throw was read."""
+    from test_controller_service import ListPublisher, throw_frames
+    from test_rules_audit_game import _service
+
+    pub = ListPublisher()
+    service = _service(tmp_path / profile, pub, profile)
+    service.start()
+    frames, t, i = throw_frames([(3, 100, 100), (5, 200, 120)], 0.0)
+    bodies = []
+    for k, f in enumerate(frames):
+        if k == 14:                                  # dice in motion
+            service.post("no-roll", reason="die-off-table", who="sam")
+        b = service.process(f)
+        if b is not None:
+            bodies.append(b)
+    service.close()
+    alarms = [m for topic, m in pub.sent if topic == "alarm" and m.get("code") == "command-refused"]
+    b = bodies[-1]
+    assert (b["verdict"], b["reason"], b["citation"], b["dice"], len(alarms)) == \
+        ("no-roll", "die-off-table", citation, None, 0)
+    assert b["called"]["who"] == "sam" and b["game"]["outcome"] is None
