@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from controller.game import GameState, advance
+from controller.irregularity_profile import load_profile
 
 
 # --- 1. a player may refuse to shoot in the player's turn, a point pending or not ----------------
@@ -86,3 +87,23 @@ def test_a_person_may_call_a_die_that_left_the_table_and_came_back(tmp_path, pro
     assert (b["verdict"], b["reason"], b["citation"], b["dice"], len(alarms)) == \
         ("no-roll", "die-off-table", citation, None, 0)
     assert b["called"]["who"] == "sam" and b["game"]["outcome"] is None
+
+
+# --- 3. a person's "no roll" call under a casino-night profile cites that profile's text ----------
+
+@pytest.mark.parametrize("profile, prefix", [("ny-4620", "9 NYCRR 4620.3"), ("nj-13-47", "N.J.A.C. 13:47-20.25")])
+def test_every_no_roll_a_person_may_call_cites_the_casino_night_profiles_own_text(profile, prefix):
+    """The roll message's ``citation`` is "the paragraph the reason comes from" (docs/messages.md).
+    A casino-night table is governed by 9 NYCRR 4620.3 or N.J.A.C. 13:47-20.25, not by the casino
+    rule 9 NYCRR 5324.52; the profiles cite their own text for every irregularity they map
+    (tests/test_rules_audit_game.py), but a person's call ``cheating-device`` or ``improper-throw``
+    (always a no roll, not listed in ``[actions]``) still cited 9 NYCRR 5324.52(k)(2)(v) / (vi),
+    (k)(3) alone. Neither casino-night text lists "no roll" reasons: the person running the game
+    rules on the conduct of the game (N.J.A.C. 13:47-20.25(d); 4620.3 names the dealer, (a)(2)),
+    which is what the citation must say, 5324.52 at most as a comparison ("cf.")."""
+    from controller.reasons import STAFF_CALL_REASONS, Reason
+
+    prof = load_profile(profile)
+    got = {r.value: prof.policy.citation(r).startswith(prefix) for r in STAFF_CALL_REASONS}
+    assert got == {r.value: True for r in STAFF_CALL_REASONS}
+    assert load_profile("ny-5324").policy.citation(Reason.IMPROPER_THROW) == "9 NYCRR 5324.52(k)(2)(vi), (k)(3)"
