@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -510,7 +511,10 @@ def test_die_the_track_saw_settle_but_the_reader_missed():
     v, obs = judge(seen, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS, track=track,
                    reread=reread)
     assert (v.kind, v.dice) == ("roll", (3, 5))
-    assert asked == [(790, 380, round(CAL.die_side_px((700.0, 300.0)), 1))]
+    # asked where the top face of a die resting at the track's end shows (parallax), not where
+    # the felt point under it does (2 px nearer the nadir here)
+    top = die(700, 300, 5).centre
+    assert asked == [(792, 380, round(CAL.die_side_px((700.0, 300.0)), 1))] == [(round(top[0]), round(top[1]), asked[0][2])]
     assert any("read there: 5" in n for n in obs.notes)
     # nothing read there, or no value: in dispute as before
     for answer in (None, die(700, 300, None, conf=0.1)):
@@ -519,6 +523,27 @@ def test_die_the_track_saw_settle_but_the_reader_missed():
     # a re-read that lands on the die already read is not a second die
     v, _ = judge(seen, calibration=CAL, objects=CHIPS, track=track, reread=lambda c, s: die(602, 201, 3))
     assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE)
+
+
+def test_a_missed_die_is_read_where_its_track_ended_less_the_tracks_offset():
+    """The track's points are centroids the light pulls a millimetre or two off the dice: the
+    die the reader missed is read again where its track ended less the offset between the
+    other track's end and the die read there (3, -2 mm here), at its top face's pixel. An
+    offset of more than a quarter side is no light's (two touching dice read as one at their
+    middle): the track's end is used as it is."""
+    seen = [die(600, 200, 3)]
+    for off, expect in (((3.0, -2.0), (700, 300)), ((6.0, 0.0), (706, 300))):
+        track = [_settling(600 + off[0], 200 + off[1]), _settling(700 + off[0], 300 + off[1])]
+        asked = []
+
+        def reread(centre, side):
+            asked.append(centre)
+            return die(700, 300, 5)
+        v, _ = judge(seen, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS, track=track,
+                     reread=reread)
+        assert (v.kind, v.dice) == ("roll", (3, 5))
+        top = die(*expect, 5).centre
+        assert len(asked) == 1 and math.hypot(asked[0][0] - top[0], asked[0][1] - top[1]) < 0.01, (off, asked, top)
 
 
 def test_die_against_the_near_wall_and_a_die_not_read_elsewhere():
