@@ -851,7 +851,8 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         (``reread_apart_flat`` / ``reread_apart`` x ``s_px``)."""
         return (tol.reread_apart_flat if _flat_by_either(found) else tol.reread_apart) * s_px
 
-    def pushed_out(found: DieReading, s_px: float, away_from: DieReading | None = None) -> DieReading:
+    def pushed_out(found: DieReading, s_px: float, away_from: DieReading | None = None,
+                   any_flatness: bool = False) -> DieReading:
         """``found`` (a die read again lying flat by either estimate) less than a side from a
         die read: read once more a side and a tenth out from that die along the line through
         the two, where a flat die beside it has its centre (the geometry outputs pull a window
@@ -860,8 +861,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         P(flat) 0.52 0.78 side from the die read, 0.93 side out at ``die_beside``'s place).
         The new read replaces ``found`` when it reads the same value and still lies more than
         ``reread_apart_flat`` side from the die read, flat by either estimate. ``away_from``:
-        the die to push it away from (default: the die read nearest it)."""
-        if reread is None or found.value is None or not _flat_by_either(found) or not dice:
+        the die to push it away from (default: the die read nearest it). ``any_flatness``: push
+        ``found`` whatever its flatness (the read that replaces it must still lie flat by either
+        estimate)."""
+        if reread is None or found.value is None or not (any_flatness or _flat_by_either(found)) or not dice:
             return found
         r = away_from or min(dice, key=lambda d: math.hypot(found.centre[0] - d.centre[0], found.centre[1] - d.centre[1]))
         dx, dy = found.centre[0] - r.centre[0], found.centre[1] - r.centre[1]
@@ -982,6 +985,31 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         if stacked is None:
             # the one die is one the reader missed, found where the track ended
             stacked = stacked_under()
+
+    # --- a die read between two touching dice ------------------------------------------------
+    # A die found again lying flat (where a track ended, or beside the die seen) less than
+    # ``on_die_ratio`` side from a die read: two dice lying flat are a side apart at least, so
+    # the die read is two touching dice seen as one between them (simulated camera, cocked-on-die
+    # seeds 5819, 5994: two flat dice in a column against the rail, one detector peak between
+    # them). It is read once more a side and a tenth out from the die found, through it, and that
+    # read (same value, flat by either estimate) replaces it; otherwise it stands.
+    if reread is not None and geo is not None:
+        for b in [d for d in dice if d.extra.get("from") == "track-reread" and d.value is not None
+                  and _flat_by_either(d)]:
+            for i, a in enumerate(dice):
+                if a.extra.get("from") or a.value is None or positions[i] is None:
+                    continue
+                s_px = geo.expected_side_px(positions[i]) or 10.0
+                d = math.hypot(a.centre[0] - b.centre[0], a.centre[1] - b.centre[1])
+                if d >= tol.on_die_ratio * s_px:
+                    continue
+                again = pushed_out(a, s_px, away_from=b, any_flatness=True)
+                if again is not a:
+                    notes.append(f"die {a.value} read {d / s_px:.2f} side from the die found again ({b.value}): two "
+                                 f"touching dice seen as one; read again a side out: {again.value} "
+                                 f"(p {again.confidence:.2f})")
+                    dice[i] = again
+                    positions[i], zones[i] = place(again)
 
     in_play = [i for i, z in enumerate(zones) if z == ZONE_PLAYING]
     on_die = [False] * len(dice)

@@ -546,6 +546,29 @@ def test_a_missed_die_is_read_where_its_track_ended_less_the_tracks_offset():
         assert len(asked) == 1 and math.hypot(asked[0][0] - top[0], asked[0][1] - top[1]) < 0.01, (off, asked, top)
 
 
+def test_two_touching_dice_read_as_one_between_them_are_read_again_apart():
+    """Two flat dice touching (a 2 and a 3, 19 mm apart), one reading between them (a 2 at
+    p 0.7, too unsure to publish): the die found beside it (the 3) lies less than 0.8 side from
+    it, which no two flat dice do, so the reading is two dice seen as one and is read again a
+    side out from the 3: the 2 at p 0.98, and the roll is valid (5324.52(h)(1)(ii) needs no
+    dispute). Without the second read the 2 stays unsure and the throw goes to the boxperson."""
+    true = [die(600, 200, 2, conf=0.98), die(600, 219, 3, conf=0.99)]
+    seen = [die(600, 207, 2, conf=0.7)]
+    track = [_settling(600, 200), _settling(600, 219)]
+
+    def reread(centre, side):
+        near = min(true, key=lambda d: math.hypot(d.centre[0] - centre[0], d.centre[1] - centre[1]))
+        return near if math.hypot(near.centre[0] - centre[0], near.centre[1] - centre[1]) < side else None
+    v, obs = judge(seen, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS, track=track,
+                   reread=reread)
+    assert (v.kind, v.dice) == ("roll", (2, 3)), obs.notes
+    assert any("two touching dice seen as one" in n for n in obs.notes)
+    # the read a side out finds another value: the reading stands (unsure: to the boxperson)
+    true[0] = die(600, 200, 5, conf=0.98)
+    v, _ = judge(seen, calibration=CAL, profile=load_profile("ny-5324"), objects=CHIPS, track=track, reread=reread)
+    assert (v.kind, v.reason) == ("boxperson", Reason.FACE_UNREADABLE)
+
+
 def test_die_against_the_near_wall_and_a_die_not_read_elsewhere():
     """One die rests against the shooter's wall (centre half a side from it) and is read; the
     track saw the other come to rest mid-table where nothing was read: that die is in dispute
