@@ -246,27 +246,37 @@ def test_shooter_button_mid_point_is_refused_where_the_dice_pass_on_a_decision(t
         assert (bodies[-1]["game"]["shooter"], len(alarms)) == ((1, 1) if refused else (2, 0))
 
 
+def throw_with_a_no_roll_call(service, pub, reason: str, who: str = "sam") -> tuple[list[dict], list[dict]]:
+    """Start ``service``, throw a 3 and a 5 through it with a person's "no roll" call for
+    ``reason`` posted while the dice are in motion (frame 14), close it. Returns the roll
+    messages published and the ``command-refused`` alarms (``pub``: the service's
+    ``ListPublisher``)."""
+    from test_controller_service import throw_frames
+
+    service.start()
+    frames, _, _ = throw_frames([(3, 100, 100), (5, 200, 120)], 0.0)
+    bodies = []
+    for k, f in enumerate(frames):
+        if k == 14:                                  # dice in motion
+            service.post("no-roll", reason=reason, who=who)
+        b = service.process(f)
+        if b is not None:
+            bodies.append(b)
+    service.close()
+    return bodies, [m for topic, m in pub.sent if topic == "alarm" and m.get("code") == "command-refused"]
+
+
 def test_a_far_wall_call_is_refused_where_the_profile_reads_a_missed_far_wall(tmp_path):
     """9 NYCRR 4620.3 and N.J.A.C. 13:47-20.25 do not require the dice to strike the far end
     (their profiles read ``far-wall-missed``): a person's "no roll" for it is refused with a
     ``command-refused`` alarm and the throw is read; under 9 NYCRR 5324.52(k)(2)(ii) the same
     call voids the throw."""
-    from test_controller_service import ListPublisher, make_service, throw_frames
+    from test_controller_service import ListPublisher, make_service
 
     for profile, called in (("ny-4620", False), ("ny-5324", True)):
         pub = ListPublisher()
         service = make_service(tmp_path / profile, pub)
         service.policy = load_profile(profile).policy
-        service.start()
-        frames, t, i = throw_frames([(3, 100, 100), (5, 200, 120)], 0.0)
-        bodies = []
-        for k, f in enumerate(frames):
-            if k == 14:                                  # dice in motion
-                service.post("no-roll", reason="far-wall-missed", who="sam")
-            b = service.process(f)
-            if b is not None:
-                bodies.append(b)
-        service.close()
-        alarms = [m for topic, m in pub.sent if topic == "alarm" and m.get("code") == "command-refused"]
+        bodies, alarms = throw_with_a_no_roll_call(service, pub, "far-wall-missed")
         got = (bodies[-1]["verdict"], bodies[-1]["reason"], bodies[-1]["dice"], len(alarms))
         assert got == (("no-roll", "far-wall-missed", None, 0) if called else ("roll", None, [3, 5], 1)), profile

@@ -67,22 +67,12 @@ def test_a_person_may_call_a_die_that_left_the_table_and_came_back(tmp_path, pro
     come to rest (both on the felt here: a valid roll by their faces), so only the boxperson or
     stickperson ((k)(5)(i)) can tell; their "no roll" call ``die-off-table`` was refused ("cannot
     be called": only (k)(2)(i), (ii), (v), (vi) reasons could), and the throw was read."""
-    from test_controller_service import ListPublisher, throw_frames
+    from test_controller_service import ListPublisher
+    from test_rules_audit import throw_with_a_no_roll_call
     from test_rules_audit_game import _service
 
     pub = ListPublisher()
-    service = _service(tmp_path / profile, pub, profile)
-    service.start()
-    frames, t, i = throw_frames([(3, 100, 100), (5, 200, 120)], 0.0)
-    bodies = []
-    for k, f in enumerate(frames):
-        if k == 14:                                  # dice in motion
-            service.post("no-roll", reason="die-off-table", who="sam")
-        b = service.process(f)
-        if b is not None:
-            bodies.append(b)
-    service.close()
-    alarms = [m for topic, m in pub.sent if topic == "alarm" and m.get("code") == "command-refused"]
+    bodies, alarms = throw_with_a_no_roll_call(_service(tmp_path / profile, pub, profile), pub, "die-off-table")
     b = bodies[-1]
     assert (b["verdict"], b["reason"], b["citation"], b["dice"], len(alarms)) == \
         ("no-roll", "die-off-table", citation, None, 0)
