@@ -498,8 +498,8 @@ class TableService:
         if not compulsory and self.shooter_change == "decision" and state.point is not None \
                 and state.shooter_roll > 0:
             raise ValueError(f"the shooter passes the dice on completion of a decision, not while the point "
-                             f"{self.store.state.point} is pending (9 NYCRR 4620.3(c)(5))")
-        state = new_shooter(self.store.state)
+                             f"{state.point} is pending (9 NYCRR 4620.3(c)(5))")
+        state = new_shooter(state)
         self.store.commit(state, None)
         self._publish("state", {"event": "new-shooter", "cause": "compulsory" if compulsory else "voluntary",
                                 "game": self._game_json(state)})
