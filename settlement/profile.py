@@ -266,26 +266,22 @@ class Profile:
                            ("take_odds", self.pays.take_odds), ("lay_odds", self.pays.lay_odds)):
             if table is not None and set(table) != set(POINTS):
                 raise ProfileError(f"{name}: settlement.pays.{fld}: needs exactly the numbers {POINTS}")
-        for fld, table, allowed in (("hardway", self.pays.hardway, {4, 6, 8, 10}),
-                                    ("field", self.pays.field, {2, 3, 4, 9, 10, 11, 12}),
-                                    ("fire", self.pays.fire, {4, 5, 6}),
-                                    ("hot_roller", self.pays.hot_roller, {2, 3, 4, 5, 6})):
-            if table is not None and not set(table) <= allowed:
-                raise ProfileError(f"{name}: settlement.pays.{fld}: numbers {sorted(set(table) - allowed)} "
-                                   f"are not allowed (allowed: {sorted(allowed)})")
-        # the fire bet wins with at least four different points and loses with fewer, paid for the
-        # highest of four, five or six (9 NYCRR 5324.52(b)(40), (d)(4) tables A and B; rules text
-        # 002, 2(nn)); the hot roller needs at least two points completed (rules text 002, 2(oo))
-        if self.pays.fire is not None and set(self.pays.fire) != {4, 5, 6}:
-            raise ProfileError(f"{name}: settlement.pays.fire: needs exactly the numbers of points [4, 5, 6] "
-                               f"(9 NYCRR 5324.52(b)(40), (d)(4))")
-        if self.pays.hardway is not None and set(self.pays.hardway) != {4, 6, 8, 10}:
-            raise ProfileError(f"{name}: settlement.pays.hardway: needs exactly the numbers [4, 6, 8, 10]")
-        # the field wins on every one of 2, 3, 4, 9, 10, 11 and 12 (9 NYCRR 5324.52(b)(11), 4620.3(e)(6);
-        # N.J.A.C. 13:47-20.25(h)1.xi; rules text 002, 2(k)): a number missing would settle as a loss
-        if self.pays.field is not None and set(self.pays.field) != {2, 3, 4, 9, 10, 11, 12}:
-            raise ProfileError(f"{name}: settlement.pays.field: needs exactly the numbers [2, 3, 4, 9, 10, 11, 12] "
-                               f"(the field wins on each: 9 NYCRR 5324.52(b)(11))")
+        # Tables that must list exactly these numbers: the four hardways; the field wins on every
+        # one of 2, 3, 4, 9, 10, 11 and 12 (9 NYCRR 5324.52(b)(11), 4620.3(e)(6); N.J.A.C.
+        # 13:47-20.25(h)1.xi; rules text 002, 2(k)): a number missing would settle as a loss; the
+        # fire bet wins with at least four different points, paid for the highest of four, five or
+        # six (5324.52(b)(40), (d)(4) tables A and B; rules text 002, 2(nn)).
+        for fld, table, exact, cite in (("hardway", self.pays.hardway, {4, 6, 8, 10}, ""),
+                                        ("field", self.pays.field, {2, 3, 4, 9, 10, 11, 12},
+                                         " (the field wins on each: 9 NYCRR 5324.52(b)(11))"),
+                                        ("fire", self.pays.fire, {4, 5, 6}, " (9 NYCRR 5324.52(b)(40), (d)(4))")):
+            if table is not None and set(table) != exact:
+                raise ProfileError(f"{name}: settlement.pays.{fld}: needs exactly the numbers {sorted(exact)}{cite}")
+        # the hot roller needs at least two points completed (rules text 002, 2(oo))
+        if self.pays.hot_roller is not None and not set(self.pays.hot_roller) <= {2, 3, 4, 5, 6}:
+            raise ProfileError(f"{name}: settlement.pays.hot_roller: numbers "
+                               f"{sorted(set(self.pays.hot_roller) - {2, 3, 4, 5, 6})} are not allowed "
+                               f"(allowed: [2, 3, 4, 5, 6])")
         if settlement.odds is not None:
             for fld in ("take_multiple", "lay_multiple"):
                 if set(getattr(settlement.odds, fld)) != set(POINTS):
