@@ -59,7 +59,7 @@ EXTRA_SCENARIOS: tuple[str, ...] = (
     "cocked-on-rail-wall", "cocked-on-cup", "cocked-on-die", "both-in-bank", "both-on-rail",
     "cocked-chips-other-rail", "bank-edge", "rail-edge", "flat-on-one-chip",
     "cocked-on-bank-side", "flat-beside-stack", "cocked-on-tall-stack",
-    "off-table-spares", "in-dice-cup-spares", "late-release",
+    "off-table-spares", "in-dice-cup-spares", "late-release", "cocked-on-one-chip",
 )
 #: ``late-release``: a natural throw whose one die (``forced_die``) leaves the shooter's hand
 #: this many seconds (uniform) after the other, 9 NYCRR 5324.52(k)(2)(i). Until then it is held
@@ -473,9 +473,11 @@ def plan_throw(scenario: str, seed: int, geometry: TableGeometry | None = None,
             pos_mm=(x + rng.uniform(-2, 2), y + rng.uniform(-2, 2), 1.5 * a + rng.uniform(8, 20)),
             quat=_q(quat_with_face_up(int(rng.integers(1, 7)), yaw + math.radians(rng.uniform(-10, 10)))),
             vel_mm_s=(rng.uniform(-20, 20), rng.uniform(-20, 20), -rng.uniform(50, 150)))
-    elif scenario == "cocked-on-chips":
+    elif scenario in ("cocked-on-chips", "cocked-on-one-chip"):
+        # cocked-on-one-chip: one edge on a single chip's rim, tilted only 12-14 degrees (3
+        # natural throws of 3,000 left a die so, read flat; twenty-ninth session)
         x, y = _free_spot(g, rng, (L - 320.0, L - 140.0), (W * 0.3, W * 0.7), 90.0)
-        stack = ChipStack(x=x, y=y, chips=2, colour=(60, 60, 200))
+        stack = ChipStack(x=x, y=y, chips=2 if scenario == "cocked-on-chips" else 1, colour=(60, 60, 200))
         g = g.model_copy(update={"stacks": g.stacks + (stack,)})
         starts[forced] = _leaning_die(g, rng, stack, rng.uniform(0, 2 * math.pi))
         starts[other] = _lane_throw(g, rng, *(low_lane if y > W / 2 else high_lane))

@@ -160,3 +160,16 @@ def test_spare_dice_rest_in_the_cup_and_are_drawn_there():
     seen = [d for d in read_dice(ren.background, expected_side_px=side)
             if np.hypot(d.centre[0] - u, d.centre[1] - v) < g.cup_radius / ren.cam.mm_per_px]
     assert sorted(d.value for d in seen) == faces
+
+
+def test_a_die_cocked_on_one_chip_rests_on_its_rim_tilted_12_to_14_degrees():
+    """``cocked-on-one-chip``: as ``cocked-on-chips`` on a single chip (3.3 mm), so the die is
+    tilted only ~12-14 degrees with one side on the chip: still cocked, 9 NYCRR
+    5324.52(h)(1)(i). Natural throws left dice so (seeds 18605, 19887: ~10 degrees)."""
+    for seed in range(6):
+        o = run_throw(plan_throw("cocked-on-one-chip", seed))
+        d = o.states[o.plan.forced_die]
+        assert not d.flat and d.rests_on == "chips" and 11.0 < d.tilt_deg < 15.0, (seed, d)
+        assert sorted(s["on"] for s in d.sides) == ["chips", "felt"]
+        assert "cocked-on-chips" in o.irregularities()
+        assert sum(s.chips == 1 for s in o.plan.geometry.stacks) >= 1
