@@ -161,6 +161,20 @@ def counted_value(s: DieState, profile: IrregularityProfile) -> int:
 DISPUTE_MARGIN_DEG = 10.0
 
 
+#: A boxperson call on a lean whose face margin is under :data:`DISPUTE_MARGIN_DEG` + this
+#: (a lean of 38.5-40 degrees, just short of the dispute line) is counted wrong, but also shown
+#: in the table's ``near line`` column: a camera cannot place a lean to 1.5 degrees.
+NEAR_LINE_DEG = 3.0
+
+
+def near_dispute_line(states: list[DieState]) -> bool:
+    """Whether a die not lying flat on the layout leans within :data:`NEAR_LINE_DEG` above the
+    dispute line (face margin in ``[DISPUTE_MARGIN_DEG, DISPUTE_MARGIN_DEG + NEAR_LINE_DEG)``)."""
+    return any(not st.flat and st.rests_on in ("felt", "chips", "die")
+               and DISPUTE_MARGIN_DEG <= face_margin_deg(st) < DISPUTE_MARGIN_DEG + NEAR_LINE_DEG
+               for st in states)
+
+
 def face_margin_deg(st: DieState) -> float:
     """How much nearer the vertical the face most nearly up is than the next face, degrees
     (90 for a die lying flat, 0 for one balanced on an edge at 45 degrees)."""
@@ -361,10 +375,12 @@ class Bench:
         right = got[0] == expected[0] and got[2] == expected[2]
         if not right and got[:2] == ("boxperson", Reason.FACE_UNREADABLE) and expected[0] == "roll":
             right = dispute_is_right(states, profile, g.die_size)
+        near_line = (not right and got[:2] == ("boxperson", Reason.FACE_UNREADABLE) and expected[0] == "roll"
+                     and near_dispute_line(states))
         wrong_value = got[0] == "roll" and (expected[0] != "roll" or got[2] != expected[2])
         wrong_dice = got[0] == "roll" and expected[0] == "roll" and got[2] != expected[2]
         return {"wrong_dice": wrong_dice, "scenario": th.scenario, "seed": th.seed, "expected": expected, "got": got, "right": right,
-                "wrong_value": wrong_value, "notes": observed.notes,
+                "near_line": near_line, "wrong_value": wrong_value, "notes": observed.notes,
                 "truth": [(s.value, s.rests_on, s.flat, s.struck_far_wall) for s in th.states],
                 "reads": seen.get("reads", [])}
 
@@ -444,7 +460,7 @@ def report(rows: dict[str, list[dict]], profile: IrregularityProfile, args: argp
           f"{', far wall counted as struck' if args.far_wall_struck else ''}, seeds from {args.first_seed}, {elapsed:.0f} s"
           + (" (stopped by --budget-s: counts below are what was run)" if stopped else ""))
     print(f"{'scenario':20s} {'throws':>6s} {'right':>6s} {'right %':>8s} {'no-roll':>7s} {'boxp':>5s} "
-          f"{'roll':>5s} {'wrong value':>11s} {'reason ok':>9s}  expected kinds")
+          f"{'roll':>5s} {'wrong value':>11s} {'reason ok':>9s} {'near line':>9s}  expected kinds")
     for s, rs in rows.items():
         n = len(rs)
         right = sum(r["right"] for r in rs)
@@ -452,8 +468,9 @@ def report(rows: dict[str, list[dict]], profile: IrregularityProfile, args: argp
         exp = Counter(r["expected"][0] for r in rs)
         wrong_values = sum(r["wrong_value"] for r in rs)
         reason_ok = sum(r["got"][1] == r["expected"][1] for r in rs)
+        near = sum(r.get("near_line", False) for r in rs)
         print(f"{s:20s} {n:6d} {right:6d} {100 * right / max(1, n):7.2f}% {kinds['no-roll']:7d} "
-              f"{kinds['boxperson']:5d} {kinds['roll']:5d} {wrong_values:11d} {reason_ok:9d}  {dict(exp)}")
+              f"{kinds['boxperson']:5d} {kinds['roll']:5d} {wrong_values:11d} {reason_ok:9d} {near:9d}  {dict(exp)}")
     nat = rows.get("natural", [])
     if nat:
         n = len(nat)

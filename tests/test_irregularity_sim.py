@@ -278,3 +278,14 @@ def test_a_lean_near_45_degrees_is_a_dispute_under_every_profile():
     assert B.dispute_is_right(_leaning(41.7), house) is True
     assert B.dispute_is_right(_leaning(38.0), house) is False
     assert B.dispute_is_right(_leaning(41.7, rests_on="rail"), house) is False   # not on the layout
+
+
+def test_a_lean_just_short_of_the_dispute_line_is_only_shown_near_it():
+    """The bench's ``near line`` column: a boxperson call on a lean of 38.5-40 degrees (face
+    margin 10-13) still counts wrong, but is counted there; 41.7 (a dispute) and 38.0 (margin
+    14) are not near the line."""
+    assert B.near_dispute_line(_leaning(39.0)) is True     # margin 12
+    assert B.near_dispute_line(_leaning(41.7)) is False    # margin 6.6: in dispute, not near it
+    assert B.near_dispute_line(_leaning(38.0)) is False    # margin 14
+    assert B.near_dispute_line(_leaning(39.0, rests_on="rail")) is False
+    assert B.dispute_is_right(_leaning(39.0), load_profile("house-practice")) is False
