@@ -164,7 +164,7 @@ DISPUTE_MARGIN_DEG = 10.0
 #: A boxperson call on a lean whose face margin is under :data:`DISPUTE_MARGIN_DEG` + this
 #: (a lean of 38.5-40 degrees, just short of the dispute line) is counted wrong, but also shown
 #: in the table's ``near line`` column: 1.5 degrees of lean change a face's projected area by
-#: only ~2.5 %, which a camera above cannot be counted on to resolve.
+#: only ~2 %, which a camera above cannot be counted on to resolve.
 NEAR_LINE_DEG = 3.0
 
 
