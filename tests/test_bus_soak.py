@@ -220,18 +220,21 @@ def test_frozen_subscriber_raises_alarms_then_is_dropped(tmp_path: Path):
                 time.sleep(0.05)
             os.kill(frozen.pid, signal.SIGSTOP)
             frozen_at = time.monotonic()
-            while time.monotonic() - frozen_at < 7.0 and n < 3000:
+            while time.monotonic() - frozen_at < 8.0 and n < 3000:
                 n += 1
                 pub.publish("roll", {"n": n, "t_ns": 0, "pad": pad})
                 while (env := good.receive(0)) is not None:
                     got.append(env["seq"])
                     good.ack(env["seq"])
+            sent_until = time.monotonic()
         finally:
             _kill(frozen)
         got += [e["seq"] for e in _drain_all(good, n - len(got), 15.0)]
     assert alarms, "the frozen subscriber never filled its pipe"
-    assert alarms[-1] - frozen_at < 6.0            # dropped after the heartbeat timeout...
-    assert time.monotonic() - alarms[-1] > 1.0     # ...and no alarm since
+    # dropped after the heartbeat timeout (3 s; up to 7 s on a loaded machine: 6.02 s was seen
+    # with two benchmarks running on the two cores)...
+    assert alarms[-1] - frozen_at < 7.0
+    assert sent_until - alarms[-1] > 1.0           # ...and no alarm in the last second of sending
     assert got == list(range(1, n + 1))
 
 
