@@ -122,13 +122,20 @@ def track_points(t: Sequence[Point]) -> list[Point]:
     return out
 
 
+#: An offset of more than this x side is no light's: the die read is two touching dice read as
+#: one at their middle (simulated camera, cocked-on-die 5819: 8.8 mm), so :func:`track_offset`
+#: gives none.
+MAX_OFFSET_SIDES = 0.25
+
+
 def track_offset(track: Sequence[Sequence[Point]], read_at: Sequence[tuple[float, float]],
                  size: float) -> tuple[float, float] | None:
     """The track's offset (mm) from where the reader put the dice at rest: the mean of
     (track end - die read) over the dice whose track ended within half a side (``size`` mm) of
     one read. A track point is the centroid of everything that differs from the empty table
     (the die's sides, its shadow), which the light pulls a millimetre or two off the die's
-    centre; the reader's centre is the upper face's. ``None`` without such a pair."""
+    centre; the reader's centre is the upper face's. ``None`` without such a pair, or when the
+    mean is more than :data:`MAX_OFFSET_SIDES` sides long."""
     pairs = []
     for tr in track:
         if not tr:
@@ -139,7 +146,8 @@ def track_offset(track: Sequence[Sequence[Point]], read_at: Sequence[tuple[float
             pairs.append((end[0] - near[0], end[1] - near[1]))
     if not pairs:
         return None
-    return float(np.mean([p[0] for p in pairs])), float(np.mean([p[1] for p in pairs]))
+    dx, dy = float(np.mean([p[0] for p in pairs])), float(np.mean([p[1] for p in pairs]))
+    return None if math.hypot(dx, dy) > MAX_OFFSET_SIDES * size else (dx, dy)
 
 
 def reached_by_track(tracks: Sequence[Sequence[Point]], wall: Wall, band: np.ndarray,

@@ -937,11 +937,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
         # against the rail touching a 6, the window 5.5 px off the 1 walked onto the pair's
         # middle and read nothing; at the corrected place it reads the 1 at p 0.99).
         # An offset of more than a quarter side is no light's: the die read is then two touching
-        # dice read as one at their middle (seed 5819: 8.8 mm), and the track end is kept.
+        # dice read as one at their middle (seed 5819: 8.8 mm), and the track end is kept
+        # (``far_wall.MAX_OFFSET_SIDES``).
         offset = far_wall.track_offset(track, [p for p, d in zip(positions, dice)
                                                if p is not None and not d.extra.get("from")], geo.size) or (0.0, 0.0)
-        if math.hypot(*offset) > 0.25 * geo.size:
-            offset = (0.0, 0.0)
         for x, y in sorted(settled, key=clearance, reverse=True)[:missing]:
             if any(math.hypot(x - u, y - v) < tol.on_die_ratio * geo.size for u, v in done):
                 continue   # two tracks ending on one spot: one blob (one die on the other), one die

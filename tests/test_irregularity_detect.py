@@ -626,6 +626,18 @@ def test_track_offset_from_the_dice_read_at_rest_is_taken_out():
     assert far_wall.reached_by_track([along_wall], wall, band, 23.5) == [False]
 
 
+def test_a_track_offset_longer_than_a_quarter_side_is_none():
+    """``far_wall.track_offset``: 3.5 mm (a light's pull) is the offset; 8.8 mm (two touching
+    dice read as one at their middle, cocked-on-die 5819) is no light's, so none is taken out,
+    for the far wall as for the dice read again where their tracks ended."""
+    size = 19.05
+    end = [(0.0, 100.0, 100.0), (0.5, 503.5, 300.0)]
+    assert far_wall.track_offset([end], [(500.0, 300.0)], size) == pytest.approx((3.5, 0.0))
+    far = [(0.0, 100.0, 100.0), (0.5, 508.8, 300.0)]
+    assert far_wall.track_offset([far], [(500.0, 300.0)], size) is None
+    assert 0.25 * size < 8.8 and far_wall.MAX_OFFSET_SIDES == 0.25
+
+
 def test_far_wall_leaves_out_points_of_the_two_dice_touching():
     """Die a strikes the wall; die b comes to touch it there (the tracker saw one component,
     split in two: which die is which is a guess) and never strikes: b's points while touching
