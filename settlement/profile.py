@@ -261,17 +261,19 @@ class Profile:
                 except ValueError as exc:
                     raise ProfileError(f"{name}: settlement.pays.{field}: {exc}") from exc
         self.pays = _Pays(parsed)
-        for fld, table in (("place", self.pays.place), ("place_lose", self.pays.place_lose),
-                           ("buy", self.pays.buy), ("lay", self.pays.lay),
-                           ("take_odds", self.pays.take_odds), ("lay_odds", self.pays.lay_odds)):
-            if table is not None and set(table) != set(POINTS):
-                raise ProfileError(f"{name}: settlement.pays.{fld}: needs exactly the numbers {POINTS}")
-        # Tables that must list exactly these numbers: the four hardways; the field wins on every
-        # one of 2, 3, 4, 9, 10, 11 and 12 (9 NYCRR 5324.52(b)(11), 4620.3(e)(6); N.J.A.C.
-        # 13:47-20.25(h)1.xi; rules text 002, 2(k)): a number missing would settle as a loss; the
-        # fire bet wins with at least four different points, paid for the highest of four, five or
-        # six (5324.52(b)(40), (d)(4) tables A and B; rules text 002, 2(nn)).
-        for fld, table, exact, cite in (("hardway", self.pays.hardway, {4, 6, 8, 10}, ""),
+        # Tables that must list exactly these numbers: every point for place, place-to-lose, buy,
+        # lay and odds; the four hardways; the field wins on every one of 2, 3, 4, 9, 10, 11 and 12
+        # (9 NYCRR 5324.52(b)(11), 4620.3(e)(6); N.J.A.C. 13:47-20.25(h)1.xi; rules text 002, 2(k)):
+        # a number missing would settle as a loss; the fire bet wins with at least four different
+        # points, paid for the highest of four, five or six (5324.52(b)(40), (d)(4) tables A and B;
+        # rules text 002, 2(nn)).
+        points = set(POINTS)
+        for fld, table, exact, cite in (("place", self.pays.place, points, ""),
+                                        ("place_lose", self.pays.place_lose, points, ""),
+                                        ("buy", self.pays.buy, points, ""), ("lay", self.pays.lay, points, ""),
+                                        ("take_odds", self.pays.take_odds, points, ""),
+                                        ("lay_odds", self.pays.lay_odds, points, ""),
+                                        ("hardway", self.pays.hardway, {4, 6, 8, 10}, ""),
                                         ("field", self.pays.field, {2, 3, 4, 9, 10, 11, 12},
                                          " (the field wins on each: 9 NYCRR 5324.52(b)(11))"),
                                         ("fire", self.pays.fire, {4, 5, 6}, " (9 NYCRR 5324.52(b)(40), (d)(4))")):
