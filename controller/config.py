@@ -134,7 +134,7 @@ class VisionSection(_Section):
 
 #: Bounds of the ``[rules.tolerances]`` keys that are not die-side ratios in 0..5.
 _TOLERANCE_BOUNDS = {"sure_flat": (0.0, 1.0), "sure_flat_off_wall": (0.0, 1.0), "sure_flat_wedged": (0.0, 1.0),
-                     "tilt_sure_flat": (0.0, 1.0), "tilt_flat_beside_stacks": (0.0, 1.0),
+                     "sure_flat_on_rim": (0.0, 1.0), "tilt_sure_flat": (0.0, 1.0), "tilt_flat_beside_stacks": (0.0, 1.0),
                      "spare_sure": (0.0, 1.0), "strike_gap_s": (0.0, 1.0), "release_gap_s": (0.0, 1.0)}
 
 

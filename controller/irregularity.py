@@ -76,7 +76,8 @@ import numpy as np
 
 from controller import far_wall, release
 from controller.irregularity_profile import COCKED_AS_READ, IrregularityProfile
-from controller.policy import NY_5324
+from controller.policy import NY_5324, Action
+from controller.reasons import Reason
 from controller.verdict import ZONE_PLAYING, DieObservation, ThrowFacts, Verdict, decide
 from vision.types import DieReading
 
@@ -349,6 +350,28 @@ class Tolerances:
             beside the cup and the rail that went to the boxperson were read 0.83 / 0.999,
             0.84 / 0.989, 0.99 / 0.81 (simulated camera; natural throws 4900-5899, lean
             scenarios 4900-5199, twenty-fifth session). No lean's mean was 0.8 or more.
+        rim_reach: a die read flat that touches one low chip stack and nothing else (not over
+            its top), its centre less than this x side from the stack's rim, may rest cocked
+            on the rim: lying flat, its centre is at least half a side from it (its side
+            against the stack), placed within 0.64 mm (sd; at worst 3.2 mm nearer) of the truth;
+            cocked 12-14 degrees on a one-chip stack's rim, its upper face's centre was placed
+            4.8-10.2 mm (0.25-0.54 side) from it (simulated camera, thirtieth session). Such a
+            die is in dispute, (h)(1)(ii), unless surely flat (``sure_flat_on_rim``), where a
+            cocked die is not simply read (die-not-flat not ``read``; under 9 NYCRR
+            5324.52(h)(1)(i) the face opposite the rim's side is the face up, the one read).
+            Casino-night profiles, cocked-on-one-chip: 108 -> 147 of 150 right (seeds
+            6800-6949), 136 -> 199 of 200 on seeds never looked at (6950-7149), the rest
+            published as read; flat-beside-low-stack (a flat die set against a 1-2 chip stack)
+            150 -> 149 and 198 -> 195 (boxperson calls). 0: off.
+        rim_low_height: ``rim_reach`` is for stacks lower than this x side (one chip, 3.3 mm,
+            is 0.17 side): a die cocked on one tilts 12-14 degrees, where the tilt classifier
+            is unsure; on two chips (0.35 side) 24-28 degrees, which it called not flat in 50 of
+            50 throws (P(flat) at most 0.03), while a flat 1 beside a 2-chip stack, placed 1.1
+            mm nearer it than it lay (P(flat) 0.77), would go to the boxperson (natural 22240).
+        sure_flat_on_rim: the P(flat) (the tilt classifier's, beside chip stacks) from which a
+            die within ``rim_reach`` of a low stack's rim is surely flat. Of 69 dice cocked on
+            a one-chip rim (seeds 6880-6949), 20 were read flat at 0.28-0.92; of 138 flat dice
+            against 1-2 chip stacks (6800-6949), 7 had less than 0.9 (0.24-0.87).
     """
 
     on_die_ratio: float = 0.8
@@ -384,6 +407,9 @@ class Tolerances:
     release_gap_s: float = 0.1
     release_apart: float = 4.0
     doubt_on_mean: bool = True
+    rim_reach: float = 0.55
+    rim_low_height: float = 0.25
+    sure_flat_on_rim: float = 0.9
 
 
 @dataclass(frozen=True)
@@ -1232,6 +1258,23 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             dice[i] = values[i] = replace(dice[i], flat=tilt_p >= flat_at,
                                           extra={**dice[i].extra, "p_flat": tilt_p, "p_flat_face": face_p})
 
+    cocked_face_up_counts = cocked_as_read or \
+        (profile.policy if profile is not None else NY_5324).actions.get(Reason.DIE_NOT_FLAT) is Action.READ
+
+    def on_rim(i: int, touched: Sequence[str]) -> tuple[str, float] | None:
+        """Die ``i`` touches one chip stack lower than ``rim_low_height`` x side and nothing
+        else, its centre less than ``rim_reach`` x side from its rim and not over its top:
+        ``(the stack, mm from its rim)``, else ``None``."""
+        if not tol.rim_reach or len(touched) != 1 or positions[i] is None or over_stack_top(i) is not None:
+            return None
+        s, p = side_of(i), where(i)
+        for o in objects:
+            name = f"{o.kind} at ({o.x_mm:.0f}, {o.y_mm:.0f})"
+            d = math.hypot(p[0] - o.x_mm, p[1] - o.y_mm) - o.radius_mm
+            if name == touched[0] and o.height_mm < tol.rim_low_height * s and d < tol.rim_reach * s:
+                return name, d
+        return None
+
     for i in in_play:
         r = dice[i]
         if on_die[i]:
@@ -1253,10 +1296,11 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             support = [w for w in support if w not in rims[i]]
         if r.flat:
             p_flat = doubt_p.get(i, r.extra.get("p_flat"))
-            if p_flat is None or p_flat >= max(tol.sure_flat, tol.sure_flat_wedged, tol.sure_flat_off_wall) \
-                    or r.value is None:
-                continue
             touched = support + edge + lean
+            rim = None if cocked_face_up_counts else on_rim(i, touched)
+            if p_flat is None or r.value is None or p_flat >= max(
+                    tol.sure_flat, tol.sure_flat_wedged, tol.sure_flat_off_wall, tol.sure_flat_on_rim if rim else 0.0):
+                continue
             walls = [w for w in lean if w in WALLS]
             # (a profile that reads a cocked die as seen reads one leaning on a wall as seen too,
             # but a die resting on two objects is void in every profile)
@@ -1279,6 +1323,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
             elif len(touched) >= 2 and p_flat < tol.sure_flat_wedged:
                 # a die wedged between two stacks (or a stack and a wall) sits cocked on them
                 doubt = f"touching {touched[0]} and {touched[1]}: it may rest on both"
+            elif rim is not None and p_flat < tol.sure_flat_on_rim:
+                # nearer the stack than a flat die against it can be: cocked on its rim, as
+                # seen from above a die tilted 12 degrees on one chip (``rim_reach``)
+                doubt = f"its centre {rim[1]:.1f} mm from the rim of {rim[0]}: it may rest cocked on it"
             else:
                 doubt = ""
             if doubt:

@@ -60,6 +60,7 @@ EXTRA_SCENARIOS: tuple[str, ...] = (
     "cocked-chips-other-rail", "bank-edge", "rail-edge", "flat-on-one-chip",
     "cocked-on-bank-side", "flat-beside-stack", "cocked-on-tall-stack",
     "off-table-spares", "in-dice-cup-spares", "late-release", "cocked-on-one-chip",
+    "flat-beside-low-stack",
 )
 #: ``late-release``: a natural throw whose one die (``forced_die``) leaves the shooter's hand
 #: this many seconds (uniform) after the other, 9 NYCRR 5324.52(k)(2)(i). Until then it is held
@@ -341,9 +342,12 @@ def _plan_new(scenario: str, g: TableGeometry, rng: np.random.Generator, forced:
                                           CHIP_THICKNESS_MM + a / 2 + rng.uniform(0.5, 4)),
                                   quat=_flat_quat(rng, 1.0), vel_mm_s=(0.0, 0.0, -rng.uniform(0, 50)))
         starts[other] = _lane_throw(g, rng, *(low_lane if y > W / 2 else high_lane))
-    elif scenario in ("flat-beside-stack", "cocked-on-tall-stack"):
+    elif scenario in ("flat-beside-stack", "cocked-on-tall-stack", "flat-beside-low-stack"):
+        # flat-beside-low-stack: against a 1-2 chip stack, the height a die cocks on
+        # (cocked-on-one-chip, cocked-on-chips): what a flat die there looks like to the reader
         lean = scenario == "cocked-on-tall-stack"
-        stack, where, e_dir = _stack_side_spot(g, rng, chips=(4, 6) if lean else (3, 6))
+        chips = (4, 6) if lean else (1, 2) if scenario == "flat-beside-low-stack" else (3, 6)
+        stack, where, e_dir = _stack_side_spot(g, rng, chips=chips)
         if stack not in g.stacks:
             g = g.model_copy(update={"stacks": g.stacks + (stack,)})
         if lean:
@@ -368,7 +372,7 @@ def _stack_side_spot(g: TableGeometry, rng: np.random.Generator, chips: tuple[in
     """A chip stack of ``chips`` (lo, hi) chips and a side of it a die can stand at:
     ``(stack, (x, y) of the die's spot, angle (rad) from the die towards the stack)``.
 
-    Half the time a layout stack at least ``chips[0]`` high (where natural throws meet it),
+    Half the time a layout stack of ``chips[0]``-``chips[1]`` chips (where natural throws meet it),
     else a new stack anywhere on the playing surface 45 mm or more from the rails and the other
     stacks, clear of the chip bank and the dice cup. The die's spot (1.2 sides beyond the
     stack's rim) is on the felt, 1.5 sides or more from the rails, clear of the bank, the cup
@@ -387,7 +391,7 @@ def _stack_side_spot(g: TableGeometry, rng: np.random.Generator, chips: tuple[in
             return False
         return all(s is skip or math.hypot(x - s.x, y - s.y) >= R + room for s in g.stacks)
 
-    tall = [s for s in g.stacks if s.chips >= chips[0]]
+    tall = [s for s in g.stacks if chips[0] <= s.chips <= chips[1]]
     for _ in range(400):
         if tall and rng.random() < 0.5:
             stack = tall[int(rng.integers(0, len(tall)))]

@@ -1235,3 +1235,36 @@ def test_a_die_read_unsurely_beside_the_other_is_read_again_a_side_out():
     assert len(asked) == 1 and asked[0][0] > six.centre[0] + SIDE
     assert verdict([six, two], track=apart, reread=lambda c, s: die(621, 200, 3, conf=0.98)) == \
         ("boxperson", "face-unreadable", None)
+
+
+def test_a_die_read_flat_nearer_a_low_stack_than_a_flat_die_can_be_may_rest_cocked_on_its_rim():
+    """``rim_reach``, ``sure_flat_on_rim``: a die read flat (tilt classifier's P(flat) 0.6),
+    touching only the one-chip stack at (500, 300) of radius 19.5 mm, its centre 8 mm from the
+    rim: a die lying flat against the stack has its centre half a side (9.5 mm) or more from it,
+    so it may rest cocked on the rim, which N.J.A.C. 13:47-20.25 and 9 NYCRR 4620.3 give to the
+    boxperson ((h)(1)(ii)). Under 9 NYCRR 5324.52(h)(1)(i) the face opposite the rim's side is the
+    face up, the one read: a roll. 14 mm from the rim, or sure flat (0.95), it lies flat."""
+    stack = (TableObject(500.0, 300.0, 19.5, 3.3),)
+
+    def judge_at(rim_mm, p_tilt, profile, **tol):
+        r = tilted(die(500.0 + 19.5 + rim_mm, 300.0, 5), 0.9, p_tilt)
+        v, obs = judge([r, die(800, 200, 3)], calibration=CAL, profile=load_profile(profile), objects=stack,
+                       tolerances=Tolerances(**tol))
+        return (v.kind, None if v.reason is None else v.reason.value, v.dice), obs.notes
+
+    got, notes = judge_at(8.0, 0.6, "nj-13-47")
+    assert got == ("boxperson", "face-unreadable", None)
+    assert any("from the rim of chips at (500, 300): it may rest cocked on it" in n for n in notes), notes
+    assert judge_at(8.0, 0.6, "ny-4620")[0] == ("boxperson", "face-unreadable", None)
+    assert judge_at(8.0, 0.6, "ny-5324")[0] == ("roll", None, (5, 3))
+    assert judge_at(8.0, 0.6, "house-practice")[0] == ("roll", None, (5, 3))
+    assert judge_at(14.0, 0.6, "nj-13-47")[0] == ("roll", None, (5, 3))
+    assert judge_at(8.0, 0.95, "nj-13-47")[0] == ("roll", None, (5, 3))
+    assert judge_at(8.0, 0.6, "nj-13-47", rim_reach=0.0)[0] == ("roll", None, (5, 3))
+    # a die cocked on two chips (``rim_low_height``) tilts enough for the tilt classifier to
+    # see; a tall stack is leaned on: not this rule
+    for h in (6.6, 16.5):
+        v, obs = judge([tilted(die(527.5, 300.0, 5), 0.9, 0.6), die(800, 200, 3)], calibration=CAL,
+                       profile=load_profile("nj-13-47"), objects=(TableObject(500.0, 300.0, 19.5, h),))
+        assert (v.kind, v.dice) == ("roll", (5, 3)), h
+        assert not any("may rest cocked on it" in n for n in obs.notes), obs.notes

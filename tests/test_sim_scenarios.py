@@ -117,6 +117,21 @@ def test_dice_set_beside_and_leaning_on_tall_stacks_rest_as_placed():
     assert len(places) >= 5, places
 
 
+def test_a_die_set_flat_beside_a_low_stack_lies_flat_against_it():
+    """``flat-beside-low-stack``: as ``flat-beside-stack`` against a 1-2 chip stack, the height
+    a die cocks on (``cocked-on-one-chip``): it lies flat on the felt, its centre half a side to
+    a half diagonal + 4 mm from the stack's rim."""
+    from simulator.geometry import CHIP_DIAMETER_MM
+    for seed in range(6):
+        o = run_throw(plan_throw("flat-beside-low-stack", seed))
+        d = o.states[o.plan.forced_die]
+        g = o.plan.geometry
+        assert d.flat and d.rests_on == "felt" and not o.moving, (seed, d)
+        gap, chips = min((np.hypot(d.pos_mm[0] - s.x, d.pos_mm[1] - s.y) - CHIP_DIAMETER_MM / 2, s.chips)
+                         for s in g.stacks)
+        assert chips in (1, 2) and g.die_size / 2 - 0.5 < gap < g.die_size / np.sqrt(2) + 4.5, (seed, gap, chips)
+
+
 def test_a_die_leaning_on_the_bank_rests_on_the_bank_however_lightly_it_presses():
     """``cocked-on-bank-side``: the forced die leans ~42 degrees on the chip bank's side. The
     felt's friction carries most of it, so the bank pushes on it with 1.7-2.0 % of its weight;
