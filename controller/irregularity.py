@@ -353,16 +353,18 @@ class Tolerances:
         rim_reach: a die read flat that touches one low chip stack and nothing else (not over
             its top), its centre less than this x side from the stack's rim, may rest cocked
             on the rim: lying flat, its centre is at least half a side from it (its side
-            against the stack), placed within 0.64 mm (sd; at worst 3.2 mm nearer) of the truth;
-            cocked 12-14 degrees on a one-chip stack's rim, its upper face's centre was placed
-            4.8-10.2 mm (0.25-0.54 side) from it (simulated camera, thirtieth session). Such a
-            die is in dispute, (h)(1)(ii), unless surely flat (``sure_flat_on_rim``), where a
-            cocked die is not simply read (die-not-flat not ``read``; under 9 NYCRR
+            against the stack). Dice cocked 12-14 degrees with an edge on a one-chip stack's
+            rim had their upper face's centre placed 4.8-10.2 mm (0.25-0.54 side) from it;
+            flat dice were placed within 0.64 mm (sd) of the truth, but beside the layout's
+            white one-chip stack up to 2.8 mm nearer (simulated camera, thirtieth session).
+            Such a die is in dispute, (h)(1)(ii), unless surely flat (``sure_flat_on_rim``),
+            where a cocked die is not simply read (die-not-flat not ``read``; under 9 NYCRR
             5324.52(h)(1)(i) the face opposite the rim's side is the face up, the one read).
-            Casino-night profiles, cocked-on-one-chip: 108 -> 147 of 150 right (seeds
-            6800-6949), 136 -> 199 of 200 on seeds never looked at (6950-7149), the rest
-            published as read; flat-beside-low-stack (a flat die set against a 1-2 chip stack)
-            150 -> 149 and 198 -> 195 (boxperson calls). 0: off.
+            nj-13-47 and ny-4620 on seeds never looked at (6950-7149): cocked-on-one-chip
+            136 -> 191 of 200 (wrong rolls published 64 -> 9), flat-beside-low-stack (a flat die
+            set against a 1-2 chip stack) 198 -> 197; 900 natural throws (22100-22999) unchanged.
+            At 0.55: 199 and 196, and 2 of the 900 natural throws to the boxperson (flat dice
+            placed 1.1 and 2.8 mm nearer the stack than they lay). 0: off.
         rim_low_height: ``rim_reach`` is for stacks lower than this x side (one chip, 3.3 mm,
             is 0.17 side): a die cocked on one tilts 12-14 degrees, where the tilt classifier
             is unsure; on two chips (0.35 side) 24-28 degrees, which it called not flat in 50 of
@@ -407,7 +409,7 @@ class Tolerances:
     release_gap_s: float = 0.1
     release_apart: float = 4.0
     doubt_on_mean: bool = True
-    rim_reach: float = 0.55
+    rim_reach: float = 0.5
     rim_low_height: float = 0.25
     sure_flat_on_rim: float = 0.9
 
