@@ -60,7 +60,7 @@ EXTRA_SCENARIOS: tuple[str, ...] = (
     "cocked-chips-other-rail", "bank-edge", "rail-edge", "flat-on-one-chip",
     "cocked-on-bank-side", "flat-beside-stack", "cocked-on-tall-stack",
     "off-table-spares", "in-dice-cup-spares", "late-release", "cocked-on-one-chip",
-    "flat-beside-low-stack",
+    "flat-beside-low-stack", "cocked-on-chip-corner",
 )
 #: ``late-release``: a natural throw whose one die (``forced_die``) leaves the shooter's hand
 #: this many seconds (uniform) after the other, 9 NYCRR 5324.52(k)(2)(i). Until then it is held
@@ -151,25 +151,30 @@ def _flat_quat(rng: np.random.Generator, tilt_deg: float = 0.0) -> tuple[float, 
 
 
 def _leaning_die(g: TableGeometry, rng: np.random.Generator, stack: ChipStack,
-                 direction: float) -> DieStart:
+                 direction: float, reach: tuple[float, float] = (0.72, 0.82),
+                 aside: tuple[float, float] = (0.0, 0.0)) -> DieStart:
     """A die with one bottom edge on the felt and its lower face resting on ``stack``'s rim.
 
     ``direction``: angle (rad, table frame) from the die towards the stack. The lower face
-    touches the rim 0.72-0.82 of a side from the felt edge, so the die leans at
-    ``asin(h / d)`` and its centre of mass stays between its two supports.
+    touches the rim ``reach`` (uniform, default 0.72-0.82) of a side from the felt edge, so the
+    die leans at ``asin(h / d)`` and its centre of mass stays between its two supports;
+    ``aside``: that point lies this far (uniform, sides, either way) off the face's middle,
+    towards a corner.
     """
     a = g.die_size
     h = stack.height
     e = np.array([math.cos(direction), math.sin(direction), 0.0])
     z = np.array([0.0, 0.0, 1.0])
-    d = rng.uniform(0.72, 0.82) * a
+    d = rng.uniform(*reach) * a
+    # (no draws without ``aside``: the seeds of cocked-on-chips and cocked-on-one-chip stay)
+    off = rng.uniform(*aside) * a * (1.0 if rng.random() < 0.5 else -1.0) if aside[1] > 0 else 0.0
     alpha = math.asin(min(0.9, h / d))
     rim = np.array([stack.x, stack.y, h]) - (CHIP_DIAMETER_MM / 2) * e
     edge = rim - d * math.cos(alpha) * e
     edge[2] = 0.0
     re = math.cos(alpha) * e + math.sin(alpha) * z
     rz = -math.sin(alpha) * e + math.cos(alpha) * z
-    centre = edge + (a / 2) * re + (a / 2) * rz + np.array([0.0, 0.0, 0.3])
+    centre = edge + (a / 2) * re + (a / 2) * rz + np.array([0.0, 0.0, 0.3]) + off * np.cross(z, e)
     # orientation: a random face down, its in-face axes aligned with e, then tilted by alpha
     q = quat_with_face_up(int(rng.integers(1, 7)), direction + rng.integers(0, 4) * math.pi / 2)
     q = quat_mul(axis_angle(tuple(np.cross(z, e)), -alpha), q)
@@ -484,6 +489,12 @@ def plan_throw(scenario: str, seed: int, geometry: TableGeometry | None = None,
         stack = ChipStack(x=x, y=y, chips=2 if scenario == "cocked-on-chips" else 1, colour=(60, 60, 200))
         g = g.model_copy(update={"stacks": g.stacks + (stack,)})
         starts[forced] = _leaning_die(g, rng, stack, rng.uniform(0, 2 * math.pi))
+        starts[other] = _lane_throw(g, rng, *(low_lane if y > W / 2 else high_lane))
+    elif scenario == "cocked-on-chip-corner":
+        x, y = _free_spot(g, rng, (L - 320.0, L - 140.0), (W * 0.3, W * 0.7), 90.0)
+        stack = ChipStack(x=x, y=y, chips=1, colour=_CHIP_COLOURS[int(rng.integers(0, len(_CHIP_COLOURS)))])
+        g = g.model_copy(update={"stacks": g.stacks + (stack,)})
+        starts[forced] = _leaning_die(g, rng, stack, rng.uniform(0, 2 * math.pi), reach=(0.9, 0.98), aside=(0.25, 0.42))
         starts[other] = _lane_throw(g, rng, *(low_lane if y > W / 2 else high_lane))
     elif scenario == "cocked-two-objects":
         # wedged edge-down between two chip stacks: its two lower faces rest on the two rims
