@@ -369,7 +369,8 @@ class Tolerances:
             is 0.17 side): a die cocked on one tilts 12-14 degrees, where the tilt classifier
             is unsure; on two chips (0.35 side) 24-28 degrees, which it called not flat in 50 of
             50 throws (P(flat) at most 0.03), while a flat 1 beside a 2-chip stack, placed 1.1
-            mm nearer it than it lay (P(flat) 0.77), would go to the boxperson (natural 22240).
+            mm nearer it than it lay (P(flat) 0.77), went to the boxperson at ``rim_reach``
+            0.55 (natural 22240).
         sure_flat_on_rim: the P(flat) (the tilt classifier's, beside chip stacks) from which a
             die within ``rim_reach`` of a low stack's rim is surely flat. Of 69 dice cocked on
             a one-chip rim (seeds 6880-6949), 20 were read flat at 0.28-0.92; of 138 flat dice
