@@ -194,6 +194,7 @@ def test_a_die_cocked_on_a_chip_by_its_corner_tilts_10_to_11_degrees():
     """``cocked-on-chip-corner``: the lower face rests on a single chip's rim near the raised
     edge, off its middle towards a corner, as natural throws 18605, 19887 and 22877 left dice
     (10.1-10.6 degrees): one side on the chip, 9 NYCRR 5324.52(h)(1)(i)."""
+    from simulator.geometry import CHIP_DIAMETER_MM
     for seed in range(6):
         o = run_throw(plan_throw("cocked-on-chip-corner", seed))
         d = o.states[o.plan.forced_die]
@@ -201,5 +202,5 @@ def test_a_die_cocked_on_a_chip_by_its_corner_tilts_10_to_11_degrees():
         assert sorted(s["on"] for s in d.sides) == ["chips", "felt"]
         stack = o.plan.geometry.stacks[-1]
         assert stack.chips == 1
-        rim = np.hypot(d.pos_mm[0] - stack.x, d.pos_mm[1] - stack.y) - 19.5
+        rim = np.hypot(d.pos_mm[0] - stack.x, d.pos_mm[1] - stack.y) - CHIP_DIAMETER_MM / 2
         assert 9.5 < rim < 12.5, (seed, rim)
