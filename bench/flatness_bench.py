@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from bench_module import irregularity_bench  # noqa: E402
-from controller.irregularity import _dist_to_boundary  # noqa: E402
+from controller.felt import dist_to_boundary  # noqa: E402
 from simulator.geometry import CHIP_DIAMETER_MM  # noqa: E402
 from simulator.render import DicePose  # noqa: E402
 
@@ -43,7 +43,7 @@ def context(st, states, geometry) -> str:
     """Where die state ``st`` lies, from the ground truth (see the module docstring)."""
     side = geometry.die_size
     x, y = float(st.pos_mm[0]), float(st.pos_mm[1])
-    rail = _dist_to_boundary(np.asarray(geometry.zones()["playing"], float), (x, y)) < 1.1 * side
+    rail = dist_to_boundary(np.asarray(geometry.zones()["playing"], float), (x, y)) < 1.1 * side
     die = any(o is not st and math.hypot(o.pos_mm[0] - x, o.pos_mm[1] - y) < 1.35 * side for o in states)
     if rail and die:
         return "the rail and the other die"

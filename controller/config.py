@@ -148,7 +148,7 @@ def _tolerances_section() -> type[_Section]:
     simulated camera: the dataclass's docstring gives each one's measurement)."""
     from dataclasses import fields
 
-    from controller.irregularity import Tolerances
+    from controller.tolerances import Tolerances
 
     spec: dict = {}
     for f in fields(Tolerances):
@@ -207,7 +207,7 @@ class RulesSection(_Section):
     def build_tolerances(self):
         """The detectors' :class:`controller.irregularity.Tolerances`: the defaults, with the
         ``[rules.tolerances]`` keys given and ``far_wall_reach_mm``."""
-        from controller.irregularity import Tolerances
+        from controller.tolerances import Tolerances
 
         given = {k: v for k, v in self.tolerances.model_dump().items() if v is not None}
         return Tolerances(far_wall_reach_mm=self.far_wall_reach_mm, **given)

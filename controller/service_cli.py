@@ -559,7 +559,7 @@ def _source_objects(source: object) -> list:
     """The chip stacks a source knows are on the layout (``SimSource.chip_stacks``), as the
     irregularity detectors' table objects."""
     stacks = getattr(source, "chip_stacks", None) or []
-    from controller.irregularity import TableObject
+    from controller.felt import TableObject
 
     out = []
     for st in stacks:
