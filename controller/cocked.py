@@ -70,6 +70,10 @@ class Surroundings:
         self.cup = geo.zones.get("dice_cup") if geo is not None else None
         #: low stacks a die's centre is beside, not over (filled by :meth:`contacts`)
         self.rims: dict[int, set[str]] = {}
+        #: each stack by the name :meth:`contacts` gives it (the first of two with one name)
+        self.stacks: dict[str, TableObject] = {}
+        for o in self.objects:
+            self.stacks.setdefault(_stack_name(o), o)
 
     def over_stack_top(self, i: int) -> tuple[TableObject, float] | None:
         """A stack whose top holds die ``i``'s centre at least ``on_top_margin`` x side inside
@@ -193,12 +197,13 @@ class Surroundings:
         sc, tol = self.scene, self.scene.tol
         if not tol.rim_reach or len(touched) != 1 or sc.positions[i] is None or self.over_stack_top(i) is not None:
             return None
+        o = self.stacks.get(touched[0])
+        if o is None:
+            return None
         s, p = sc.side_of(i), sc.where(i)
-        for o in self.objects:
-            name = _stack_name(o)
-            d = math.hypot(p[0] - o.x_mm, p[1] - o.y_mm) - o.radius_mm
-            if name == touched[0] and o.height_mm < tol.rim_low_height * s and d < tol.rim_reach * s:
-                return name, d
+        d = math.hypot(p[0] - o.x_mm, p[1] - o.y_mm) - o.radius_mm
+        if o.height_mm < tol.rim_low_height * s and d < tol.rim_reach * s:
+            return touched[0], d
         return None
 
 

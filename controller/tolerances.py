@@ -74,7 +74,7 @@ class Tolerances:
             ``rubber depth + die side / sqrt(2)`` from the wall (10 + 13.5 mm on the simulated
             table); no die beyond that touched it. ``None``: anywhere in the band counts.
         sure_flat: a die the reader calls flat with P(flat) (``DieReading.extra["p_flat"]``)
-            below this, within ``lean_contact`` of a wall it could lean on (:data:`WALLS`: the
+            below this, within ``lean_contact`` of a wall it could lean on (``controller.cocked.WALLS``: the
             rail, the chip bank, the dice cup), may be a cocked die leaning on it: which face is
             uppermost is in dispute, the boxperson decides ((h)(1)(ii)). The reader calls a die
             leaning 45 degrees on a wall flat with P(flat) 0.5-0.95, and flat dice beside a wall

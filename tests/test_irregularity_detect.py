@@ -635,7 +635,11 @@ def test_a_track_offset_longer_than_a_quarter_side_is_none():
     assert far_wall.track_offset([end], [(500.0, 300.0)], size) == pytest.approx((3.5, 0.0))
     far = [(0.0, 100.0, 100.0), (0.5, 508.8, 300.0)]
     assert far_wall.track_offset([far], [(500.0, 300.0)], size) is None
-    assert 0.25 * size < 8.8 and far_wall.MAX_OFFSET_SIDES == 0.25
+    # the line is a quarter side (4.76 mm): 4.6 mm is still taken out, 4.9 mm is not
+    near = [(0.0, 100.0, 100.0), (0.5, 504.6, 300.0)]
+    assert far_wall.track_offset([near], [(500.0, 300.0)], size) == pytest.approx((4.6, 0.0))
+    beyond = [(0.0, 100.0, 100.0), (0.5, 504.9, 300.0)]
+    assert far_wall.track_offset([beyond], [(500.0, 300.0)], size) is None
 
 
 def test_far_wall_leaves_out_points_of_the_two_dice_touching():
