@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import json
 import math
 import sys
 import time
@@ -416,6 +417,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=0.0, help="stop after this many seconds (0: no limit)")
     ap.add_argument("--show-wrong", type=int, default=5,
                     help="print up to N wrong verdicts (or right ones with another reason) per scenario")
+    ap.add_argument("--progress", type=float, default=0.0, metavar="SECONDS",
+                    help="every SECONDS, a line on stderr: throws done and right so far per profile (0: none)")
+    ap.add_argument("--rows", type=Path, default=None, metavar="FILE.jsonl",
+                    help="append every verdict as it is made (scenario, seed, profile, expected, got, right, "
+                         "notes), one JSON object a line, so that a run stopped early keeps what it measured")
     args = ap.parse_args(argv)
     names = list(SHIPPED) if args.profile == "all" else [n.strip() for n in args.profile.split(",") if n.strip()]
     profiles = [load_profile(n) for n in names]
@@ -427,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     stopped = False
     # interleave scenarios so that a budget stop leaves every scenario measured
     seeds = {s: args.first_seed for s, _ in plan}
+    last_progress = t_start
+    rows_out = args.rows.open("a", encoding="utf-8") if args.rows is not None else None
     todo = {s: args.first_seed + n for s, n in plan}
     while any(seeds[s] < todo[s] for s in todo) and not stopped:
         for s in todo:
@@ -438,15 +446,37 @@ def main(argv: list[str] | None = None) -> int:
                     break
                 seen = bench.observe(s, seeds[s])
                 for rows, profile in zip(by_profile, profiles):
-                    rows.setdefault(s, []).append(bench.decide(seen, profile))
+                    row = bench.decide(seen, profile)
+                    rows.setdefault(s, []).append(row)
+                    if rows_out is not None:
+                        rows_out.write(json.dumps(_row_json(row, profile.name)) + "\n")
+                        rows_out.flush()
                 seeds[s] += 1
+            if args.progress and time.perf_counter() - last_progress >= args.progress:
+                last_progress = time.perf_counter()
+                done = sum(len(v) for v in by_profile[0].values())
+                print(f"[{last_progress - t_start:.0f} s] {done} throws; right: " + ", ".join(
+                    f"{p.name} {sum(r['right'] for v in rows.values() for r in v)}"
+                    for rows, p in zip(by_profile, profiles)), file=sys.stderr, flush=True)
             if args.budget_s and time.perf_counter() - t_start > args.budget_s:
                 stopped = True
                 break
     elapsed = time.perf_counter() - t_start
+    if rows_out is not None:
+        rows_out.close()
     for k, (rows, profile) in enumerate(zip(by_profile, profiles)):
         report(rows, profile, args, elapsed, stopped, reader_stats=k == 0)
     return 0
+
+
+def _row_json(row: dict, profile: str) -> dict:
+    """A :meth:`Bench.decide` row as plain JSON types (``--rows``): reasons by their codes."""
+    def verdict(v: tuple) -> list:
+        kind, reason, dice = v
+        return [kind, None if reason is None else reason.value, None if dice is None else list(dice)]
+    return {"scenario": row["scenario"], "seed": row["seed"], "profile": profile,
+            "expected": verdict(row["expected"]), "got": verdict(row["got"]), "right": bool(row["right"]),
+            "wrong_value": bool(row["wrong_value"]), "near_line": bool(row["near_line"]), "notes": list(row["notes"])}
 
 
 def report(rows: dict[str, list[dict]], profile: IrregularityProfile, args: argparse.Namespace, elapsed: float,

@@ -2,6 +2,7 @@
 profile gives for the simulator's ground truth; and the motion tracker on rendered frames."""
 from __future__ import annotations
 
+import json
 
 import numpy as np
 import pytest
@@ -252,6 +253,21 @@ def test_bench_decides_each_throw_under_every_profile_given(capsys):
     rows = [next(line.split() for line in t.splitlines() if line.startswith("on-rail")) for t in tables]
     # scenario, throws, right, right %, no-roll, boxp, roll
     assert [r[1:3] + r[4:7] for r in rows] == [["1", "1", "1", "0", "0"], ["1", "1", "0", "1", "0"]]
+
+
+def test_bench_writes_every_verdict_as_it_is_made(tmp_path, capsys):
+    """``--rows FILE``: one JSON line per throw and profile, reasons by their codes, written
+    as the run goes (a run stopped early keeps them)."""
+    rows = tmp_path / "rows.jsonl"
+    assert B.main(["--mode", "truth", "--far-wall-struck", "--throws", "1", "--natural", "0",
+                   "--scenarios", "on-rail", "--profile", "ny-5324,nj-13-47", "--show-wrong", "0",
+                   "--rows", str(rows)]) == 0
+    capsys.readouterr()
+    got = [json.loads(line) for line in rows.read_text().splitlines()]
+    assert [(r["scenario"], r["seed"], r["profile"]) for r in got] == [("on-rail", 0, "ny-5324"),
+                                                                       ("on-rail", 0, "nj-13-47")]
+    assert [r["got"][:2] for r in got] == [["no-roll", "die-on-rail"], ["boxperson", "die-on-rail"]]
+    assert [r["right"] for r in got] == [True, True]
 
 
 def _leaning(lean_deg: float, rests_on: str = "chips"):
