@@ -369,6 +369,10 @@ def _plan_new(scenario: str, g: TableGeometry, rng: np.random.Generator, forced:
     return g, starts
 
 
+#: Extra scenarios planned beside the core scenario they vary (``cocked-on-chips``), not by
+#: :func:`_plan_new`.
+_PLANNED_WITH_CORE = frozenset({"cocked-on-one-chip", "cocked-on-chip-corner"})
+
 #: BGR colours of the chips of the stacks the scenarios place: red, green, black, white, blue.
 _CHIP_COLOURS = ((60, 60, 200), (70, 140, 40), (40, 40, 40), (200, 200, 200), (160, 60, 60))
 
@@ -464,7 +468,7 @@ def plan_throw(scenario: str, seed: int, geometry: TableGeometry | None = None,
         spares = tuple(SpareDie(face=int(rng.integers(1, 7)), yaw_deg=float(rng.uniform(0.0, 90.0)))
                        for _ in range(int(rng.integers(2, 4))))
         g = g.model_copy(update={"spare_dice": spares})
-    elif scenario in EXTRA_SCENARIOS:
+    elif scenario in EXTRA_SCENARIOS and scenario not in _PLANNED_WITH_CORE:
         g, starts = _plan_new(scenario, g, rng, forced)
     low_lane, high_lane = _lanes(g)
     if base == "off-table":
