@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from dataclasses import fields
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +25,7 @@ from controller.lamps import LAMP_NAMES
 from controller.metrics import MetricsConfig
 from controller.policy import Policy, policy_from_mapping
 from controller.rounds import RoundsConfig
+from controller.tolerances import Tolerances
 
 try:  # the BUS helper's model; a bare fallback keeps the controller importable without it
     from bus.config import BusConfig
@@ -140,16 +142,12 @@ _TOLERANCE_BOUNDS = {"sure_flat": (0.0, 1.0), "sure_flat_off_wall": (0.0, 1.0), 
 
 def _tolerances_section() -> type[_Section]:
     """``[rules.tolerances]``: one optional key per field of
-    :class:`controller.irregularity.Tolerances` (but ``far_wall_reach_mm``, a ``[rules]`` key),
+    :class:`controller.tolerances.Tolerances` (but ``far_wall_reach_mm``, a ``[rules]`` key),
     built from the dataclass so the two cannot drift apart. Ratios are multiples of the die
     side in 0..5, probabilities (``sure_*``, ``tilt_sure_flat``,
     ``tilt_flat_beside_stacks``, ``spare_sure``) in 0..1, ``strike_gap_s`` and ``release_gap_s``
     seconds in 0..1, the switches true/false. A key left out keeps the detector's default (measured on the
     simulated camera: the dataclass's docstring gives each one's measurement)."""
-    from dataclasses import fields
-
-    from controller.tolerances import Tolerances
-
     spec: dict = {}
     for f in fields(Tolerances):
         if f.name == "far_wall_reach_mm":
@@ -192,7 +190,7 @@ class RulesSection(_Section):
             diagonal (a die touching the rubber with a corner; 10 + 13.5 mm on the simulated
             table). ``None``: anywhere in the calibration's far-wall band counts.
         tolerances: ``[rules.tolerances]``, the irregularity detectors' thresholds
-            (:data:`TolerancesSection`, :class:`controller.irregularity.Tolerances`): keys
+            (:data:`TolerancesSection`, :class:`controller.tolerances.Tolerances`): keys
             left out keep their defaults.
     """
 
@@ -205,10 +203,8 @@ class RulesSection(_Section):
     tolerances: TolerancesSection = Field(default_factory=TolerancesSection)  # type: ignore[valid-type]
 
     def build_tolerances(self):
-        """The detectors' :class:`controller.irregularity.Tolerances`: the defaults, with the
+        """The detectors' :class:`controller.tolerances.Tolerances`: the defaults, with the
         ``[rules.tolerances]`` keys given and ``far_wall_reach_mm``."""
-        from controller.tolerances import Tolerances
-
         given = {k: v for k, v in self.tolerances.model_dump().items() if v is not None}
         return Tolerances(far_wall_reach_mm=self.far_wall_reach_mm, **given)
 
