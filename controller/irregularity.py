@@ -179,11 +179,10 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     Returns:
         :class:`ObservedThrow`.
     """
-    tol = tolerances
     dice = [r for r in readings if is_die(r, min_presence)]
     geo = FeltGeometry(calibration, camera_nadir_mm, wall_height_mm) if calibration is not None else None
     # where each die is: felt-plane position and zone; the spares in the cup are not thrown dice
-    scene, placed_notes = place_dice(dice, geo, tol, reread)
+    scene, placed_notes = place_dice(dice, geo, tolerances, reread)
     if spares is not None and geo is not None:
         leave_out_spares(scene, placed_notes, spares, cup_changed, min_presence)
     # the other die ended where the one die seen lies: under it, (k)(1); dice the reader missed
@@ -202,19 +201,19 @@ def observe_throw(readings: Sequence[DieReading], *, calibration=None,
     for h in hidden:
         observations.append(DieObservation(h, zone=ZONE_PLAYING, on_die=False))
         positions.append(positions[in_play[0]] if in_play else None)
-    facts = _throw_facts(scene, readings_seen=[d for d in dice if not d.extra.get("hidden")], track=track,
-                         wall_strikes=wall_strikes, window=window, timed_out=timed_out, track_shared=track_shared,
-                         track_seen=track_seen, track_copied=track_copied)
+    facts = _throw_facts(scene, track=track, wall_strikes=wall_strikes, window=window, timed_out=timed_out,
+                         track_shared=track_shared, track_seen=track_seen, track_copied=track_copied)
     return ObservedThrow(tuple(observations), facts, tuple(positions), tuple(notes))
 
 
-def _throw_facts(scene: ThrowScene, *, readings_seen: list[DieReading], track, wall_strikes, window,
-                 timed_out: bool, track_shared, track_seen, track_copied) -> ThrowFacts:
+def _throw_facts(scene: ThrowScene, *, track, wall_strikes, window, timed_out: bool, track_shared, track_seen,
+                 track_copied) -> ThrowFacts:
     """The facts of the throw as a whole: far-wall strike ((k)(2)(ii), (g):
     controller/far_wall.py), the far wall approached at all (controller/offer.py), the dice
     leaving the hand apart ((k)(2)(i): controller/release.py); notes what it finds. Arguments
-    as :func:`observe_throw`'s; ``readings_seen``: the dice read (not hidden)."""
+    as :func:`observe_throw`'s."""
     geo, tol, notes, positions, dice = scene.geo, scene.tol, scene.notes, scene.positions, scene.dice
+    readings_seen = [d for d in dice if not d.extra.get("hidden")]
     # --- far-wall strike, 5324.52(k)(2)(ii) and (g) --------------------------------------------
     band = geo.zones.get("far_wall_band") if geo is not None else None
     tracks, need = (list(track) if track is not None else None), 2

@@ -56,8 +56,8 @@ class ThrowScene:
     """The dice of one throw, placed (mutable working state of ``observe_throw``).
 
     ``dice``, ``positions`` and ``zones`` are parallel lists, one entry per die in the order
-    the reader gave them, then the dice found again. ``values`` (set by the dice-on-dice stage,
-    parallel too) holds the reading whose value *counts* for each die.
+    the reader gave them, then the dice found again. ``values`` (a copy of ``dice`` made
+    before the dice-on-dice stage, parallel too) holds the reading whose value *counts* for each die.
 
     Attributes:
         dice: the readings (pixels: ``centre``, ``bbox``, ``side_px``).
@@ -69,7 +69,7 @@ class ThrowScene:
         geo: the felt geometry, ``None`` without a calibration.
         tol: the thresholds.
         reread: the reader asked about one place of the frame at rest, or ``None``.
-        values: the readings that count (``None`` until the dice-on-dice stage).
+        values: the readings that count (``None`` before the dice-on-dice stage).
     """
 
     dice: list[DieReading]
