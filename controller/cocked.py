@@ -246,6 +246,9 @@ def choose_flatness(scene: ThrowScene, in_play: Sequence[int],
                 # chip stacks alone: it calls a cocked die not flat with P(flat) below 0.11,
                 # a flat die now and then 0.2-0.5 (``tilt_flat_beside_stacks``)
                 flat_at = tol.tilt_flat_beside_stacks
+                if face_p < tol.face_sure_not_flat:
+                    # unless the face classifier is sure it is not (``face_sure_not_flat``)
+                    flat_at = max(flat_at, 0.5)
         else:
             # Beside a wall (rail, cup, bank), where both are fooled by a die leaning on it (the
             # tilt classifier called 31 of 94 such dice flat), the lower of the two: the face

@@ -137,6 +137,7 @@ class VisionSection(_Section):
 #: Bounds of the ``[rules.tolerances]`` keys that are not die-side ratios in 0..5.
 _TOLERANCE_BOUNDS = {"sure_flat": (0.0, 1.0), "sure_flat_off_wall": (0.0, 1.0), "sure_flat_wedged": (0.0, 1.0),
                      "sure_flat_on_rim": (0.0, 1.0), "tilt_sure_flat": (0.0, 1.0), "tilt_flat_beside_stacks": (0.0, 1.0),
+                     "face_sure_not_flat": (0.0, 1.0),
                      "spare_sure": (0.0, 1.0), "strike_gap_s": (0.0, 1.0), "release_gap_s": (0.0, 1.0)}
 
 
@@ -145,7 +146,7 @@ def _tolerances_section() -> type[_Section]:
     :class:`controller.tolerances.Tolerances` (but ``far_wall_reach_mm``, a ``[rules]`` key),
     built from the dataclass so the two cannot drift apart. Ratios are multiples of the die
     side in 0..5, probabilities (``sure_*``, ``tilt_sure_flat``,
-    ``tilt_flat_beside_stacks``, ``spare_sure``) in 0..1, ``strike_gap_s`` and ``release_gap_s``
+    ``tilt_flat_beside_stacks``, ``face_sure_not_flat``, ``spare_sure``) in 0..1, ``strike_gap_s`` and ``release_gap_s``
     seconds in 0..1, the switches true/false. A key left out keeps the detector's default (measured on the
     simulated camera: the dataclass's docstring gives each one's measurement)."""
     spec: dict = {}

@@ -167,6 +167,14 @@ class Tolerances:
             (3,500 natural throws, flat-beside-stack 2600-2799) 19 had 0.07-0.5, 15 of them
             0.2 or more, and were called cocked at 0.5 (most beside the layout's 5-chip
             stack at the far corner). 0.5: the old rule.
+        face_sure_not_flat: ``tilt_flat_beside_stacks`` makes a die flat only when the face
+            classifier's P(flat) is at least this; below it, the tilt classifier's P(flat) must
+            reach 0.5, as elsewhere. Two wrong rolls in 200 (simulated camera,
+            cocked-on-tall-stack seeds 7600-7799, ny-5324): dice leaning 39-42 degrees on a
+            4- and a 6-chip stack were called flat; one at tilt P(flat) 0.25 had the face
+            classifier's at 0.0015. Of 1,414 flat dice touching chip stacks (seeds 6800-7829,
+            one-chip, low-stack, tall-stack and natural throws) the lowest face P(flat) was
+            0.20. 0: off.
         beside_track_end: a track that came to rest within this x side of the one die seen,
             whose re-read there found only that die again (or nothing), is a die beside it the
             reader missed: it is read again a side out around the die seen (``die_beside``);
@@ -277,6 +285,7 @@ class Tolerances:
     tilt_decides_off_walls: bool = True
     tilt_room: float = 1.2
     tilt_flat_beside_stacks: float = 0.2
+    face_sure_not_flat: float = 0.1
     tilt_sure_flat: float = 0.999
     beside_track_end: float = 1.5
     reread_apart_flat: float = 0.6

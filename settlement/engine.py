@@ -314,7 +314,7 @@ class Table:
         if k == "hot_roller" and prof.pays.hot_roller is None:
             raise Rejected("hot roller is permitted but this profile has no approved hot roller pay table "
                            "(the text gives none)", prof.cite(k))
-        if k in _FIXED and st.shooter_rolls != 0:
+        if k in _FIXED and st.come_out_thrown:
             raise Rejected(f"a {k} bet may be made only prior to the come-out roll of a new shooter",
                            prof.cite(k))
         if k == "place" and prof.s.place_not_on_point and w.number == st.point:
@@ -537,11 +537,15 @@ class Table:
         """Plain-JSON state of the session (for the ledger)."""
         s = self.state
         return {"state": {"point": s.point, "shooter": s.shooter, "shooter_rolls": s.shooter_rolls,
-                          "rolls": s.rolls, "decide_only": s.decide_only, "point_made": s.point_made},
+                          "rolls": s.rolls, "decide_only": s.decide_only, "point_made": s.point_made,
+                          "come_out_thrown": s.come_out_thrown},
                 "wagers": [w.to_json() for w in self.wagers], "next_wid": self.next_wid,
                 "reduced": [list(r) for r in sorted(self.reduced, key=repr)]}
 
     @classmethod
     def from_snapshot(cls, prof, snap: dict) -> "Table":
-        return cls(prof, GameState(**snap["state"]), tuple(Wager.from_json(w) for w in snap["wagers"]),
+        state = dict(snap["state"])
+        # a snapshot from before ``come_out_thrown``: any roll by the shooter counted as one
+        state.setdefault("come_out_thrown", state.get("shooter_rolls", 0) > 0)
+        return cls(prof, GameState(**state), tuple(Wager.from_json(w) for w in snap["wagers"]),
                    snap["next_wid"], frozenset(tuple(r) for r in snap.get("reduced", [])))

@@ -24,8 +24,12 @@ class GameState:
     Attributes:
         point: None on a come-out roll, else the point (4, 5, 6, 8, 9 or 10).
         shooter: shooter number, from 1.
-        shooter_rolls: rolls thrown by the current shooter (0 = before the initial come-out
-            roll; fire, bonus craps and hot roller bets may only be made then).
+        shooter_rolls: rolls thrown by the current shooter (0 before the first).
+        come_out_thrown: the current shooter has thrown a come-out roll. Fire, bonus craps and
+            hot roller bets may be made only before it ("prior to the come out roll of a new
+            shooter", 9 NYCRR 5324.52(b)(40), (b)(41), (j)(1)(i)): a shooter who takes the dice
+            with a point established ((i)(1): "after any roll") rolls to that point first, and
+            those bets may still be made until the shooter's own come-out roll.
         rolls: rolls settled in this session.
         decide_only: the shooter rolls without a pass or don't pass bet only to decide the
             remaining come and don't come wagers, the on/off marker OFF on the don't pass
@@ -45,6 +49,7 @@ class GameState:
     rolls: int = 0
     decide_only: bool = False
     point_made: bool = False
+    come_out_thrown: bool = False
 
     @property
     def come_out(self) -> bool:
@@ -64,9 +69,10 @@ def advance(state: GameState, d1: int, d2: int) -> tuple[GameState, str]:
     if state.point is None:
         if t in POINTS:
             return replace(state, point=t, shooter_rolls=state.shooter_rolls + 1, rolls=rolls,
-                           point_made=False), "point-set"
+                           point_made=False, come_out_thrown=True), "point-set"
         outcome = "natural" if t in (7, 11) else "craps"
-        return replace(state, shooter_rolls=state.shooter_rolls + 1, rolls=rolls, point_made=False), outcome
+        return replace(state, shooter_rolls=state.shooter_rolls + 1, rolls=rolls, point_made=False,
+                       come_out_thrown=True), outcome
     if t == state.point:
         return replace(state, point=None, shooter_rolls=state.shooter_rolls + 1, rolls=rolls,
                        point_made=True), "point-made"
@@ -80,7 +86,8 @@ def change_shooter(state: GameState) -> GameState:
     (9 NYCRR 5324.52(i)(1),(3); N.J.A.C. 13:69F-1.11(a),(c)). Rolls only to decide come and
     don't come wagers end: only the previous shooter makes them, and the new shooter makes a
     pass or don't pass bet ((g), (i)(2))."""
-    return replace(state, shooter=state.shooter + 1, shooter_rolls=0, decide_only=False, point_made=False)
+    return replace(state, shooter=state.shooter + 1, shooter_rolls=0, decide_only=False, point_made=False,
+                   come_out_thrown=False)
 
 
 def set_decide_only(state: GameState, on: bool) -> GameState:

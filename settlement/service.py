@@ -244,6 +244,7 @@ class EnvelopeApplier:
             except Rejected as exc:
                 on_line(f"shooter change before seq={seq} refused: {exc.reason} [{exc.rule}]")
         self.last_shooter = shooter
+        deciding = sess.table.state.decide_only
         try:
             out, applied = sess.roll(dice, seq)
         except ValueError as exc:
@@ -254,6 +255,11 @@ class EnvelopeApplier:
         outcome = _outcome(sess)
         for s in out:
             on_line(_describe(seq, dice, outcome, s) + f", balance {_money(sess.balance(s.player))}")
+        if deciding and not sess.table.state.decide_only and sum(dice) != 7:
+            # settlement ended them itself, the table's boxperson has not (docs/messages.md)
+            on_line(f"no come or don't come wager remains on a number after seq={seq}: the game proceeds "
+                    "(9 NYCRR 5324.52(i)(2)); end the rolls only to decide on the table too "
+                    "(craps-table decide --decide-only off)")
         if "point" in game and game.get("point") != sess.table.state.point:
             on_line(f"warning: table reports point {game.get('point')}, settlement has "
                     f"{sess.table.state.point} after seq={seq}")

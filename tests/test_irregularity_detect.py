@@ -994,6 +994,27 @@ def test_beside_chip_stacks_only_the_tilt_classifier_calls_a_die_cocked_below_it
     assert verdict(pair, "nj-13-47")[0] == "boxperson"
 
 
+def test_beside_chip_stacks_the_face_classifier_sure_of_a_lean_outweighs_the_lowered_tilt_threshold():
+    """``face_sure_not_flat`` (0.1): touching chip stacks only, the tilt classifier's P(flat)
+    from ``tilt_flat_beside_stacks`` (0.2) up to 0.5 makes a die flat only when the face
+    classifier's P(flat) is at least 0.1. Simulated camera, cocked-on-tall-stack 7690: a die
+    leaning 39 degrees on a 4-chip stack, tilt P(flat) 0.25, face 0.0015, was published with
+    the face seen under ny-5324; no flat die of 1,414 touching a stack had the face's below
+    0.20."""
+    x = 300.0 + 19.5 + 0.6 * 19.05   # touching the 10-chip stack at (300, 500), not over it
+    leaning = [die(700, 300, 5), tilted(die(x, 500.0, 1), 0.0015, 0.25)]
+    assert verdict(leaning) == ("boxperson", "face-unreadable", None)
+    assert verdict(leaning, "nj-13-47") == ("boxperson", "die-not-flat", None)
+    # off: the tilt classifier's 0.25 is flat, the face seen published
+    off = Tolerances(face_sure_not_flat=0.0)
+    assert verdict(leaning, tolerances=off) == ("roll", None, (1, 5))
+    # the face classifier unsure, not sure of a lean: flat from 0.2 as before
+    unsure = [die(700, 300, 5), tilted(die(x, 500.0, 1), 0.2, 0.25)]
+    assert verdict(unsure) == ("roll", None, (1, 5))
+    # the tilt classifier at 0.5 or more: flat whatever the face classifier says
+    assert verdict([die(700, 300, 5), tilted(die(x, 500.0, 1), 0.0015, 0.6)]) == ("roll", None, (1, 5))
+
+
 def test_a_die_cocked_beside_a_tall_stack_leans_on_its_side_and_does_not_rest_on_its_rim():
     """A die cannot rest its bottom on the rim of a stack at least ``lean_min_height`` tall with
     its other edge on the felt: it leans on the stack's side, the side touching the chips is a

@@ -297,6 +297,24 @@ def test_fire_carried_to_successor_on_voluntary_relinquish():
     assert one(out, player="q", bet="fire")["result"] == "lose"                    # only 6, 8
 
 
+def test_fire_and_bonus_craps_open_until_a_successor_s_own_come_out_roll():
+    """9 NYCRR 5324.52(b)(40), (b)(41), (j)(1)(i): fire and bonus craps bets are made "prior to
+    the come out roll of a new shooter". A shooter who takes the dice with the point
+    established ((i)(1): "after any roll") rolls to it first: the bets are still open after
+    that shooter's first rolls, and close with the shooter's own come-out roll."""
+    ev = [bet("p", "pass", 1000), roll(3, 3), roll(2, 3), {"type": "shooter", "change": "voluntary"},
+          roll(4, 1),                                          # the successor's first roll: 5, no decision
+          bet("q", "fire", 100), bet("q", "all_small", 100),   # still before its come-out roll
+          roll(2, 4),                                          # the 6 made: the next roll is its come-out
+          bet("r", "fire", 100),                               # still open
+          roll(2, 2),                                          # the successor's come-out roll: point 4
+          bet("s", "fire", 100), bet("s", "all_small", 100)]   # closed
+    out = run("ny-5324", ev)
+    refused = [(r["player"], r["bet"], r["rule"]) for r in rejected(out)]
+    assert refused == [("s", "fire", "9 NYCRR 5324.52(b)(40), (j)(1)(i)"),
+                       ("s", "all_small", "9 NYCRR 5324.52(b)(41)")], refused
+
+
 def test_fire_rules():
     out = run("ny-5324", [bet("p", "fire", 100), bet("p", "fire", 100), roll(2, 2), bet("q", "fire", 100),
                           {"type": "remove", "player": "p", "bet": "fire"}, bet("r", "fire", 150)])

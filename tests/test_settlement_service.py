@@ -161,6 +161,43 @@ def test_applier_takes_the_decide_only_state_once():
         {"player": "r", "bet": "pass", "amount": 500}]
 
 
+def test_applier_tells_the_crew_when_settlement_ends_the_decide_only_rolls_itself():
+    """When the last come or don't come wager on a number is decided, "the game shall proceed"
+    (9 NYCRR 5324.52(i)(2)): settlement ends the rolls only to decide them, which the table's
+    game cannot see (it knows no wagers), and says so, naming the command that ends them on
+    the table; a 7 that ends them on both sides says nothing."""
+    from settlement.ledger import Session
+    from settlement.profile import load_profile
+    from settlement.service import EnvelopeApplier, LineBettor
+
+    sess = Session(load_profile("ny-5324"))
+    lines: list[str] = []
+    ap = EnvelopeApplier(sess, LineBettor([]), lines.append)
+    env = lambda seq, b: {"seq": seq, "topic": "roll", "body": b}  # noqa: E731
+    state = lambda seq, on: {"seq": seq, "topic": "state", "body": {"event": "decide-only", "on": on}}  # noqa: E731
+    assert ap.apply(env(1, body(3, 3, point=6))) == 1                   # point 6
+    sess.place({"player": "p", "bet": "come", "amount": 500})
+    assert ap.apply(env(2, body(4, 4, point=6))) == 1                   # the come bet goes to 8
+    assert ap.apply(env(3, body(2, 4))) == 1                            # point made
+    assert ap.apply(state(4, True)) == 0 and sess.table.state.decide_only
+    assert ap.apply(env(5, body(5, 3))) == 1                            # 8: the come bet wins
+    assert any("p come 8 stake $5.00 wins $5.00" in x for x in lines), lines
+    assert not sess.table.state.decide_only
+    ended = [x for x in lines if x.startswith("no come or don't come wager remains on a number after seq=5")]
+    assert len(ended) == 1 and "5324.52(i)(2)" in ended[0] and "--decide-only off" in ended[0]
+    # a 7 ends them on both sides: nothing to tell
+    sess2 = Session(load_profile("ny-5324"))
+    lines2: list[str] = []
+    ap2 = EnvelopeApplier(sess2, LineBettor([]), lines2.append)
+    ap2.apply(env(1, body(3, 3, point=6)))
+    sess2.place({"player": "p", "bet": "come", "amount": 500})
+    ap2.apply(env(2, body(4, 4, point=6)))
+    ap2.apply(env(3, body(2, 4)))
+    ap2.apply(state(4, True))
+    assert ap2.apply(env(5, body(3, 4))) == 1 and not sess2.table.state.decide_only
+    assert not any(x.startswith("no come or don't come wager remains") for x in lines2), lines2
+
+
 def test_restart_after_the_table_pruned_acked_envelopes_that_settled_nothing(tmp_path: Path):
     """The service acks every envelope (a no roll, an alarm too) and the table prunes what every
     subscriber acked (prune_acked). The ledger records those seqs as seen, so a restart resumes
