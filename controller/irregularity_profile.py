@@ -69,16 +69,16 @@ class ProfileFile(BaseModel):
     description: str = ""
     #: reads a roll the regulation voids (die on die, 9 NYCRR 5324.52(k)(1)): house practice
     departs_from_regulation: bool = False
+    #: reason code -> the paragraph of this jurisdiction's text its verdicts cite (published as
+    #: the roll message's ``citation``); a reason left out cites its 9 NYCRR 5324.52 paragraph
+    #: (controller/reasons.py); before ``actions``, which are checked against it
+    citations: dict[str, str] = Field(default_factory=dict)
     actions: dict[str, str]
     detect: DetectSection = Field(default_factory=DetectSection)
     #: when the shooter may pass the dice voluntarily: "any-roll" (9 NYCRR 5324.52(i)(1),
     #: N.J.A.C. 13:69F-1.11(a) "after any roll") or "decision" (9 NYCRR 4620.3(c)(5), N.J.A.C.
     #: 13:47-20.25(g)6 "on completion of a decision": not while a point is pending)
     shooter_change: Literal["any-roll", "decision"] = "any-roll"
-    #: reason code -> the paragraph of this jurisdiction's text its verdicts cite (published as
-    #: the roll message's ``citation``); a reason left out cites its 9 NYCRR 5324.52 paragraph
-    #: (controller/reasons.py)
-    citations: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("citations")
     @classmethod
@@ -100,7 +100,8 @@ class ProfileFile(BaseModel):
         if missing:
             raise ValueError(f"reason code(s) {missing} have no action (every irregularity must be listed)")
         # unknown action / forbidden action, named by code
-        policy_from_mapping("check", v, departs_from_regulation=bool(info.data.get("departs_from_regulation")))
+        policy_from_mapping("check", v, departs_from_regulation=bool(info.data.get("departs_from_regulation")),
+                            citations=info.data.get("citations"))
         return v
 
 

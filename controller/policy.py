@@ -123,12 +123,19 @@ def policy_from_mapping(name: str, overrides: Mapping[str, str] | None = None,
 
     Raises:
         ValueError: naming the unknown reason code, the unknown action, or a reason the
-            regulation voids (``"read"`` for ``dice-off-table``; for ``die-on-die`` unless the
-            policy departs from the regulation) / one that cannot be read.
+            regulation voids (``"read"`` for ``dice-off-table``; anything but ``"no-roll"`` for
+            ``die-on-die`` under 9 NYCRR 5324.52(k)(1) unless the policy departs from the
+            regulation or cites another jurisdiction's paragraph for it) / one that cannot be
+            read.
     """
     base = base or NY_5324
     departs = base.departs_from_regulation if departs_from_regulation is None else departs_from_regulation
     actions = dict(base.actions)
+    cites = dict(base.citations)
+    for code, text in (citations or {}).items():
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{code}: a citation must be a non-empty string, got {text!r}")
+        cites[Reason.from_code(code)] = text.strip()
     for code, action_text in (overrides or {}).items():
         reason = Reason.from_code(code)
         try:
@@ -141,16 +148,14 @@ def policy_from_mapping(name: str, overrides: Mapping[str, str] | None = None,
                              f"({reason.citation}); use 'no-roll' or 'boxperson'")
         if reason in _ALWAYS_VOID and action is not Action.NO_ROLL:
             raise ValueError(f"{code}: {reason.citation} makes this roll void; the action must be 'no-roll'")
-        if action is Action.READ and reason in _HOUSE_ONLY_READ and not departs:
-            raise ValueError(f"{code}: {reason.citation} makes this roll invalid; 'read' departs from the "
-                             f"regulation: declare departs_from_regulation = true in the profile "
-                             f"(as house-practice does), or use 'no-roll' or 'boxperson'")
+        if reason in _HOUSE_ONLY_READ and action is not Action.NO_ROLL and not departs \
+                and cites.get(reason, reason.citation).startswith("9 NYCRR 5324.52"):
+            # "shall be invalid", (k)(1): a boxperson could answer with dice and make it valid
+            # too; a casino-night text that cites its own paragraph (no such rule) may
+            raise ValueError(f"{code}: {reason.citation} makes this roll invalid; {action.value!r} departs from "
+                             f"the regulation: declare departs_from_regulation = true in the profile "
+                             f"(as house-practice does), or use 'no-roll'")
         actions[reason] = action
-    cites = dict(base.citations)
-    for code, text in (citations or {}).items():
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"{code}: a citation must be a non-empty string, got {text!r}")
-        cites[Reason.from_code(code)] = text.strip()
     return Policy(name=name, actions=MappingProxyType(actions), departs_from_regulation=departs,
                   citations=MappingProxyType(cites))
 

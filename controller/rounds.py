@@ -15,7 +15,7 @@ rolls that were re-thrown inside the round are listed in ``rethrown``.
 
 Why bets close where they do: "Wagers shall be made before the dice are rolled"
 (9 NYCRR 5324.52(c)(1)); "All bets shall be made before the dice are thrown" (N.J.A.C.
-13:47-20.25(h)1; 9 NYCRR 4620.3(d)(1)). The regulation's exception for wagers made while the
+13:47-20.25(h)1); "All bets must be made before the dice are thrown" (9 NYCRR 4620.3(d)(1)). The regulation's exception for wagers made while the
 dice are in the air needs an oral confirmation by the dealer and the boxperson (5324.52(c)(1)(i)),
 which a player terminal cannot give: on these rigs a wager is accepted only while the round is
 ``bets-open``.

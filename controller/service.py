@@ -49,6 +49,10 @@ log = logging.getLogger("controller.service")
 Reader = Callable[[np.ndarray], Sequence[DieReading]]
 Observer = Callable[[Sequence[DieReading], Frame], "tuple[Sequence[DieObservation], ThrowFacts]"]
 
+#: The staff calls 9 NYCRR 5324.52(k)(3) asks to be made before both dice come to rest:
+#: (k)(2)(i), (ii) and (vi).
+_CALLED_BEFORE_REST = frozenset({Reason.DICE_NOT_SIMULTANEOUS, Reason.FAR_WALL_MISSED, Reason.IMPROPER_THROW})
+
 
 class Publisher(Protocol):
     """What the service needs of the bus (``bus.publisher.RollPublisher`` is one)."""
@@ -498,7 +502,7 @@ class TableService:
         if not compulsory and self.shooter_change == "decision" and state.point is not None \
                 and state.shooter_roll > 0:
             raise ValueError(f"the shooter passes the dice on completion of a decision, not while the point "
-                             f"{state.point} is pending (9 NYCRR 4620.3(c)(5))")
+                             f"{state.point} is pending (9 NYCRR 4620.3(c)(5); N.J.A.C. 13:47-20.25(g)6)")
         state = new_shooter(state)
         self.store.commit(state, None)
         self._publish("state", {"event": "new-shooter", "cause": "compulsory" if compulsory else "voluntary",
@@ -538,8 +542,15 @@ class TableService:
             # rules do not void such a throw, so a person cannot call it void for it either
             raise ValueError(f"the policy {self.policy.name} reads a throw with {reason}: it is not a no roll here")
         if self.lifecycle.phase not in (IN_MOTION, CLEARING):
-            raise ValueError(f"no throw in progress (phase {self.lifecycle.phase}): a no roll is called on a "
-                             "throw before its dice come to rest, 9 NYCRR 5324.52(k)(3)")
+            if Reason(reason) in _CALLED_BEFORE_REST:
+                raise ValueError(f"no throw in progress (phase {self.lifecycle.phase}): a no roll for {reason} is "
+                                 "called, whenever possible, before both dice come to rest, 9 NYCRR 5324.52(k)(3)")
+            # (k)(1) and (k)(2)(v) set no time, but the throw's verdict is already published and
+            # settled: the table service does not take a roll back
+            raise ValueError(f"no throw in progress (phase {self.lifecycle.phase}): the last throw's verdict is "
+                             f"already published; the table service calls a no roll for {reason} "
+                             f"({Reason(reason).citation}) only on a throw in progress and does not undo a "
+                             "published roll")
         if self._called is not None:
             log.info("no-roll call on the throw in progress replaced: %s by %s", self._called["reason"],
                      self._called["who"])

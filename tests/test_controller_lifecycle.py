@@ -74,7 +74,12 @@ def test_policy_is_data():
     # 9 NYCRR 5324.52(k)(1) "shall be invalid": reading a die on the other die must be declared
     with pytest.raises(ValueError, match=r"die-on-die: .*departs_from_regulation"):
         policy_from_mapping("ny-5324+custom", {"die-on-die": "read"})
-    assert policy_from_mapping("ny-5324+custom", {"die-on-die": "boxperson"}).action(Reason.DIE_ON_DIE).value == "boxperson"
+    # nor a boxperson call: the boxperson could answer with dice and make the roll valid
+    with pytest.raises(ValueError, match=r"die-on-die: .*'boxperson' departs from the regulation"):
+        policy_from_mapping("ny-5324+custom", {"die-on-die": "boxperson"})
+    # a casino-night text with no such rule, cited as its own paragraph, may send it to the boxperson
+    nj = policy_from_mapping("nj", {"die-on-die": "boxperson"}, citations={"die-on-die": "N.J.A.C. 13:47-20.25(d)"})
+    assert nj.action(Reason.DIE_ON_DIE).value == "boxperson"
     assert policy_from_mapping("house+custom", {"die-not-flat": "no-roll"}, base=house).departs_from_regulation
     with pytest.raises(ValueError, match="unknown reason code"):
         policy_from_mapping("bad", {"cocked": "read"})

@@ -720,6 +720,12 @@ def test_a_no_roll_called_during_the_throw_voids_it(tmp_path):
     service.process(Frame(scene_image([(3, 100, 100), (4, 200, 120)]), t, i))
     alarms = [m for topic, m in pub.sent if topic == "alarm"]
     assert alarms[-1]["code"] == "command-refused" and "no throw in progress" in alarms[-1]["message"]
+    assert "improper-throw is called, whenever possible, before both dice come to rest" in alarms[-1]["message"]
+    assert "(k)(3)" in alarms[-1]["message"]
+    # (k)(3) sets no time for a cheating device ((k)(2)(v)): the refusal says why, not (k)(3)
+    with pytest.raises(ValueError, match=r"cheating-device \(9 NYCRR 5324.52\(k\)\(2\)\(v\).*does not undo a published roll") as exc:
+        service.call_no_roll("cheating-device", "sam")
+    assert "(k)(3)" not in str(exc.value)
     with pytest.raises(ValueError, match="cannot be called"):
         service.call_no_roll("die-on-die", "sam")
     frames, t, i = throw_frames([(6, 100, 100), (5, 200, 120)], t + 0.1, start_index=i + 1)

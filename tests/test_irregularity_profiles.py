@@ -188,3 +188,11 @@ def test_reading_a_die_on_the_other_die_must_be_declared():
         parse_profile(d)
     d["departs_from_regulation"] = True
     assert parse_profile(d).policy.action(Reason.DIE_ON_DIE).value == "read"
+    # a boxperson call on a 5324.52 profile too (the boxperson's dice would make it valid)
+    d = data("ny-5324")
+    d["actions"]["die-on-die"] = "boxperson"
+    with pytest.raises(ProfileError, match=r"die-on-die: .*'boxperson' departs"):
+        parse_profile(d)
+    # the casino-night profiles cite their own text for it, which has no such rule
+    assert parse_profile(data("nj-13-47")).policy.action(Reason.DIE_ON_DIE).value == "boxperson"
+    assert parse_profile(data("ny-4620")).policy.action(Reason.DIE_ON_DIE).value == "boxperson"

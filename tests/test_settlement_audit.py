@@ -70,7 +70,7 @@ def test_decide_only_rolls_refused_when_no_come_or_dont_come_wager_remains(name)
     with pytest.raises(Rejected, match="no come or don't come wager on a number remains") as exc:
         t.decide_only(True)
     # the paragraph broken: (i)(2), or N.J.A.C. 13:69F-1.11(b) under the New Jersey profile
-    assert exc.value.rule == {"ny-5324": "9 NYCRR 5324.52(i)(2)", "nj-13-47": "N.J.A.C. 13:69F-1.11(b)"}[name]
+    assert exc.value.rule == {"ny-5324": "9 NYCRR 5324.52(i)(2)", "nj-13-47": "as N.J.A.C. 13:69F-1.11(b) (N.J.A.C. 13:47-20.25 is silent)"}[name]
     assert t.state.decide_only is False
     _bet(t, "q", "pass", 500)            # the game proceeds: a come-out 6 is the point
     t.roll((4, 2))
@@ -123,7 +123,7 @@ def test_decide_only_rolls_follow_only_a_point_made_by_the_shooter(name):
     assert [w.number for w in t.wagers if w.kind == "come"] == [9]
     with pytest.raises(Rejected, match="follow a point made") as exc:
         t.decide_only(True)
-    assert exc.value.rule == {"ny-5324": "9 NYCRR 5324.52(i)(2)", "nj-13-47": "N.J.A.C. 13:69F-1.11(b)"}[name]
+    assert exc.value.rule == {"ny-5324": "9 NYCRR 5324.52(i)(2)", "nj-13-47": "as N.J.A.C. 13:69F-1.11(b) (N.J.A.C. 13:47-20.25 is silent)"}[name]
     t.roll((1, 1))                       # come-out craps: the come on 9 stays
     with pytest.raises(Rejected, match="follow a point made"):
         t.decide_only(True)

@@ -468,7 +468,7 @@ def test_rolls_only_to_decide_the_remaining_come_and_dont_come_wagers():
         (4, "pass", "win"), (5, "come", "win"), (7, "dont_come", "win"), (7, "pass", "lose"), (9, "pass", "win")]
     # Not while a point is established.
     late = run("nj-13-47", [bet("p", "pass", 500), roll(2, 2), on])
-    assert [r["rule"] for r in rejected(late)] == ["N.J.A.C. 13:69F-1.11(b)"]
+    assert [r["rule"] for r in rejected(late)] == ["as N.J.A.C. 13:69F-1.11(b) (N.J.A.C. 13:47-20.25 is silent)"]
 
 
 def test_bonus_craps_may_be_removed_whole_but_not_reduced_or_increased():
