@@ -11,8 +11,10 @@ boxperson call ((k)(2)(v)-(vi)) that would stop the table at every new shooter.
 :func:`judge_offer` calls the dice at rest an offer only when **all** of these hold:
 
 1. the game awaits the new shooter's first valid roll (``GameState.shooter_roll == 0``: at the
-   start, after a seven-out, after a voluntary or compulsory change), the only time a set is
-   offered; mid-shooter, extra dice on the layout are always ``extra-dice``;
+   start, after a seven-out, after a voluntary or compulsory change), or the shooter has just
+   made the point (the set is then offered to the player left of the shooter, (i)(2); the
+   previous shooter keeps the dice if nobody takes them), the only times a set is offered;
+   otherwise extra dice on the layout are always ``extra-dice``;
 2. at least :data:`MIN_OFFERED_DICE` (5, the regulation's "complete set of five or more") dice
    rest in the playing area, and none on a rail, in the chip bank or off the layout: a throw
    with one or two foreign dice (three or four dice) is never an offer;
@@ -72,7 +74,7 @@ def judge_offer(observations: Sequence[DieObservation], facts: ThrowFacts, *,
             observe_throw``).
         facts: the motion's facts; ``facts.far_wall_approached`` must be ``False`` (known).
         awaiting_new_shooter: the game awaits the current shooter's first valid roll
-            (``GameState.shooter_roll == 0``).
+            (``GameState.shooter_roll == 0``), or the shooter has just made the point ((i)(2)).
 
     Returns:
         :class:`OfferFinding` (``offered`` only when every condition holds).
@@ -81,7 +83,7 @@ def judge_offer(observations: Sequence[DieObservation], facts: ThrowFacts, *,
     elsewhere = sorted({o.zone for o in observations if o.zone not in _OFFER_ZONES})
     if not awaiting_new_shooter:
         return OfferFinding(False, in_play, "the shooter has already rolled: dice are offered only to a new "
-                                            "shooter, 9 NYCRR 5324.52(i)(3)")
+                                            "shooter or after a point made, 9 NYCRR 5324.52(i)(2)-(3)")
     if in_play < MIN_OFFERED_DICE:
         return OfferFinding(False, in_play, f"{in_play} dice on the layout: an offer is the complete set of "
                                             f"{MIN_OFFERED_DICE} or more, 9 NYCRR 5324.52(i)(3)")

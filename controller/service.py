@@ -698,7 +698,11 @@ class TableService:
         offer no dice)."""
         if self.lifecycle.armed_throw or self.rounds is not None:
             return None
-        finding = judge_offer(observations, facts, awaiting_new_shooter=self.store.state.shooter_roll == 0)
+        state = self.store.state
+        # a new shooter's first roll, or a point just made: the set is then offered to the
+        # player left of the shooter (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b))
+        awaiting = state.shooter_roll == 0 or (state.last_outcome == "point-made" and not state.decide_only)
+        finding = judge_offer(observations, facts, awaiting_new_shooter=awaiting)
         if not finding.offered and finding.dice >= 3:
             log.info("more than two dice at rest, decided as a throw: %s", finding.why)
         return finding

@@ -287,6 +287,22 @@ def test_service_offer_gives_no_verdict_and_the_throw_after_it_a_roll(tmp_path):
     out += show(five, 12)
     assert [(b["verdict"], b["reason"]) for b in out] == [("boxperson", "extra-dice")]
     assert service.stats.offers == 1
+    # a point made: the set is offered to the player left of the shooter, 9 NYCRR 5324.52(i)(2)
+    cup = [(5, 300, 60), (2, 300, 100), (6, 300, 140)]
+
+    def throw_of(dice):
+        got = show([], 10)
+        for k in range(6, 0, -1):
+            got += show([(v, x - 6 * k, y) for v, x, y in dice] + cup)
+        return got + show(dice + cup, 10)
+
+    out = throw_of([(1, 120, 150), (3, 200, 160)]) + throw_of([(2, 120, 150), (2, 200, 160)])
+    assert [(b["dice"], b["game"]["outcome"]) for b in out] == [([1, 3], "point-set"), ([2, 2], "point-made")]
+    out = show([], 10)
+    for k in range(6, 0, -1):
+        out += show([(v, x + 15 * k, y + 10 * k) for v, x, y in five])
+    out += show(five, 12)
+    assert out == [] and service.stats.offers == 2
     service.close()
 
 
