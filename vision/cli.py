@@ -101,7 +101,17 @@ def _run_eval(args: argparse.Namespace) -> int:
         if not args.list.is_file():
             print(f"craps-table eval: {args.list}: no such file", file=sys.stderr)
             return 2
-        only = [ln.strip() for ln in args.list.read_text().splitlines() if ln.strip()]
+        try:
+            text = args.list.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            print(f"craps-table eval: --list {args.list}: not a UTF-8 text file of image names",
+                  file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"craps-table eval: --list {args.list}: cannot be read: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 2
+        only = [ln.strip() for ln in text.splitlines() if ln.strip()]
     pairs = image_pairs(args.images_dir, args.labels_dir, only)
     if not pairs:
         print(f"craps-table eval: no images in {args.images_dir}", file=sys.stderr)
