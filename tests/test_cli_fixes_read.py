@@ -138,3 +138,48 @@ def test_load_image_valid_jpegs_decode_as_imread() -> None:
     """Good photographs decode bit for bit as ``cv2.imread`` does, with nothing on stderr."""
     for photo in sorted(DATA.glob("*/*.jpg")):
         assert np.array_equal(load_image(photo), cv2.imread(str(photo), cv2.IMREAD_COLOR)), photo
+
+
+@pytest.mark.parametrize("value, says", [
+    ("nan", "must be a finite number, got 'nan'"),
+    ("inf", "must be a finite number, got 'inf'"),
+    ("-5", "must be > 0, got '-5'"),
+    ("0", "must be > 0, got '0'"),
+    ("big", "expected a number, got 'big'"),
+])
+def test_read_side_px_must_be_finite_and_positive(value: str, says: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["read", str(PHOTO), "--side-px", value])
+    assert exc.value.code == 2
+    cap = capsys.readouterr()
+    assert f"argument --side-px: {says}" in cap.err
+    assert cap.out == ""
+
+
+def test_read_side_px_good_value_still_reads(capsys) -> None:
+    assert main(["read", str(PHOTO), "--side-px", "40"]) == 0
+    assert f"{PHOTO}: 5 dice: 5 5 5 5 5" in capsys.readouterr().out
+
+
+def test_read_annotate_folder_that_cannot_be_made_exit_2(tmp_path: Path, capsys) -> None:
+    afile = tmp_path / "existing_file.png"
+    afile.write_bytes(b"x")
+    for target, reason in ((afile, "exists and is not a folder"),
+                           (afile / "sub", "Not a directory")):
+        assert main(["read", str(PHOTO), "--annotate", str(target)]) == 2
+        cap = capsys.readouterr()
+        assert f"craps-table read: --annotate {target}: cannot create the output folder: {reason}" in cap.err
+        assert "Traceback" not in cap.err
+
+
+def test_read_annotate_png_that_cannot_be_written_exit_2_others_still_written(tmp_path: Path, capfd) -> None:
+    out_dir = tmp_path / "ann"
+    (out_dir / "five_44.png").mkdir(parents=True)  # a folder where the PNG should go
+    other = tmp_path / "other.jpg"
+    other.write_bytes(PHOTO.read_bytes())
+    status = main(["read", str(PHOTO), str(other), "--annotate", str(out_dir)])
+    cap = capfd.readouterr()
+    assert status == 2
+    assert f"craps-table read: --annotate: cannot write {out_dir / 'five_44.png'}" in cap.err
+    assert f"{PHOTO}: 5 dice: 5 5 5 5 5" in cap.out and f"{other}: 5 dice" in cap.out
+    assert cv2.imread(str(out_dir / "other.png")).shape == (480, 640, 3)
