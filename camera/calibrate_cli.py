@@ -83,15 +83,25 @@ def _camera_config(args: argparse.Namespace):
     if args.camera_config is not None:
         import tomllib
         from pydantic import ValidationError
+        where = f"--camera-config {args.camera_config}"
         try:
             with open(args.camera_config, "rb") as f:
                 data = tomllib.load(f).get("camera", {})
             base = CameraConfig.model_validate(data)
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ValueError(f"{args.camera_config}: {exc}") from None
+        except FileNotFoundError:
+            raise ValueError(f"{where}: no such file") from None
+        except IsADirectoryError:
+            raise ValueError(f"{where}: is a directory, not a TOML file") from None
+        except OSError as exc:
+            raise ValueError(f"{where}: cannot be read: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{where}: not a UTF-8 TOML text file (byte {exc.start}: "
+                             f"{exc.object[exc.start:exc.start + 1]!r})") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{where}: not valid TOML: {exc}") from None
         except ValidationError as exc:
             problems = "; ".join(f"camera.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-            raise ValueError(f"{args.camera_config}: {problems}") from None
+            raise ValueError(f"{where}: {problems}") from None
     return parse_source_spec(args.source, base)
 
 
@@ -184,7 +194,9 @@ def run(command: str, args: argparse.Namespace) -> int:
     try:
         cfile = load_layout(layout_path)
     except CalibrationError as exc:
-        print(f"craps-table calibrate: {exc}", file=sys.stderr)
+        option = "--layout " if args.layout is not None else ("--out (read as the layout) "
+                                                              if layout_path == args.out else "")
+        print(f"craps-table calibrate: {option}{exc}", file=sys.stderr)
         return 2
     from camera.lens import LensError
     try:

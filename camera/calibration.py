@@ -582,11 +582,21 @@ def calibrate(image: np.ndarray | Sequence[np.ndarray], layout: LayoutConfig,
 # -- files -----------------------------------------------------------------------------------
 
 def _read_toml(path: Path) -> dict:
+    """The TOML file ``path`` as a dict; every way it can be unreadable is a CalibrationError
+    naming ``path``: no such file, a directory, unreadable (permissions), not UTF-8 text (e.g.
+    an image passed by mistake), not valid TOML."""
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
     except FileNotFoundError:
         raise CalibrationError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CalibrationError(f"{path}: is a directory, not a TOML file") from None
+    except OSError as exc:
+        raise CalibrationError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CalibrationError(f"{path}: not a UTF-8 TOML text file (byte {exc.start}: "
+                               f"{exc.object[exc.start:exc.start + 1]!r})") from None
     except tomllib.TOMLDecodeError as exc:
         raise CalibrationError(f"{path}: not valid TOML: {exc}") from None
 
@@ -604,7 +614,8 @@ def load_layout(path: str | Path) -> CalibrationFile:
     """Read a calibration TOML (``[layout]``, ``[zones]``, ``[homography]`` optional).
 
     Raises:
-        CalibrationError: missing file, bad TOML, unknown key or bad value (named).
+        CalibrationError: missing file, a directory, unreadable or not UTF-8 text, bad TOML,
+            unknown key or bad value (named).
     """
     return _parse(Path(path))
 

@@ -13,12 +13,29 @@ the bytes, checks that the container is complete before decoding:
   file is complete when the ``IEND`` chunk is reached (ISO/IEC 15948, 5.3 and 11.2.5).
 * Anything else is handed to ``cv2.imdecode`` as is.
 
+A JPEG whose container is complete may still hold corrupt entropy-coded data (bytes zeroed or
+overwritten in the middle, a truncated file with ``FF D9`` appended): libjpeg then fills the rest
+of the picture with grey and only prints a warning such as "Corrupt JPEG data: premature end of
+data segment" on the C-level stderr (file descriptor 2), which OpenCV gives no way to see. JPEGs
+are therefore decoded by :func:`decode_jpeg_checked`, which points fd 2 at a temporary file for
+the length of the ``cv2.imdecode`` call and refuses the image when libjpeg warned of corrupt data.
+Any other text written to fd 2 during that time (by libjpeg or by another thread) is copied to
+the real stderr afterwards. Redirecting fd 2 is process-wide: the decodes that capture it are
+serialised by a lock (so concurrent ``load_image`` calls, e.g. from a replay source thread, are
+safe), and output other threads write to fd 2 meanwhile is delayed, not lost. A JPEG whose data
+is damaged in a way libjpeg does not notice (e.g. coefficients changed but still valid Huffman
+codes) decodes without a warning and cannot be told from a good one here.
+
 Example::
 
     image = load_image(Path("throw_001.jpg"))  # uint8 (H, W, 3) BGR, or FrameError
 """
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+import threading
 from pathlib import Path
 
 import cv2
@@ -29,6 +46,11 @@ from camera.base import FrameError, check_image
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Markers without a length field: TEM, RST0..7, SOI, EOI (T.81 Table B.1).
 _STANDALONE = frozenset({0x01, *range(0xD0, 0xD8), 0xD8, 0xD9})
+# libjpeg's warnings that the data decoded were damaged (jerror.h: JWRN_HIT_MARKER,
+# JWRN_HUFF_BAD_CODE, JWRN_MUST_RESYNC, JWRN_EXTRANEOUS_DATA, JWRN_ARITH_BAD_CODE all start with
+# "Corrupt JPEG data"; JWRN_JPEG_EOF is "Premature end of JPEG file").
+CORRUPT_JPEG_WARNINGS = ("Corrupt JPEG data", "Premature end of JPEG file")
+_FD2_LOCK = threading.Lock()
 
 
 def jpeg_complete(data: bytes) -> bool:
@@ -102,6 +124,71 @@ def png_complete(data: bytes) -> bool:
     return False
 
 
+def _decode_capturing_fd2(buf: np.ndarray, flags: int) -> tuple[np.ndarray | None, str]:
+    """``cv2.imdecode(buf, flags)`` with file descriptor 2 redirected to a temporary file;
+    returns the image (or ``None``) and the text written to fd 2 meanwhile. Falls back to a
+    plain decode (empty text) when fd 2 or a temporary file is not available."""
+    with _FD2_LOCK:
+        try:
+            sys.stderr.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+        try:
+            saved = os.dup(2)
+        except OSError:
+            return cv2.imdecode(buf, flags), ""
+        try:
+            try:
+                tmp = tempfile.TemporaryFile()
+            except OSError:
+                return cv2.imdecode(buf, flags), ""
+            with tmp:
+                os.dup2(tmp.fileno(), 2)
+                try:
+                    image = cv2.imdecode(buf, flags)
+                finally:
+                    os.dup2(saved, 2)
+                tmp.seek(0)
+                text = tmp.read().decode("utf-8", "replace")
+        finally:
+            os.close(saved)
+    return image, text
+
+
+def decode_jpeg_checked(data: bytes, name: str, flags: int = cv2.IMREAD_COLOR) -> np.ndarray | None:
+    """Decode the JPEG bytes ``data``, refusing them when libjpeg warns of corrupt data.
+
+    libjpeg's warning goes to the C-level stderr; it is captured (see the module docstring)
+    and not shown when the image is refused. Other text written to fd 2 during the decode is
+    copied to stderr.
+
+    Args:
+        data: the whole JPEG file.
+        name: the file name, for the error message.
+        flags: ``cv2.imdecode`` flags.
+
+    Returns:
+        The decoded image, or ``None`` when OpenCV cannot decode it at all.
+
+    Raises:
+        FrameError: naming ``name`` and quoting libjpeg's warning, e.g. "Corrupt JPEG data:
+            premature end of data segment".
+    """
+    image, text = _decode_capturing_fd2(np.frombuffer(data, dtype=np.uint8), flags)
+    lines = text.splitlines()
+    warning = next((ln.strip() for ln in lines if ln.strip().startswith(CORRUPT_JPEG_WARNINGS)), None)
+    others = [ln for ln in lines if not ln.strip().startswith(CORRUPT_JPEG_WARNINGS)]
+    if others:
+        try:
+            sys.stderr.write("\n".join(others) + "\n")
+            sys.stderr.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    if warning is not None:
+        raise FrameError(f"{name}: corrupt JPEG (libjpeg: {warning})")
+    return image
+
+
 def load_image(path: Path | str, flags: int = cv2.IMREAD_COLOR) -> np.ndarray:
     """Read and decode one image file, refusing a truncated or corrupt one.
 
@@ -115,7 +202,8 @@ def load_image(path: Path | str, flags: int = cv2.IMREAD_COLOR) -> np.ndarray:
 
     Raises:
         FrameError: naming ``path`` and saying what is wrong: no such file, is a directory,
-            cannot be read (permissions), truncated or corrupt JPEG/PNG, not a readable image,
+            cannot be read (permissions), truncated or corrupt JPEG/PNG (including a complete
+            JPEG whose data libjpeg reports as corrupt), not a readable image,
             or too small / wrong shape.
     """
     path = Path(path)
@@ -134,7 +222,10 @@ def load_image(path: Path | str, flags: int = cv2.IMREAD_COLOR) -> np.ndarray:
                          f"{len(data)} bytes)")
     if data[:8] == PNG_SIGNATURE and not png_complete(data):
         raise FrameError(f"{path}: truncated or corrupt PNG (no IEND chunk; {len(data)} bytes)")
-    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), flags)
+    if data[:2] == b"\xff\xd8":
+        image = decode_jpeg_checked(data, str(path), flags)
+    else:
+        image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), flags)
     if image is None:
         raise FrameError(f"{path}: not a readable image (corrupt, or a format OpenCV cannot decode)")
     return check_image(image, str(path))

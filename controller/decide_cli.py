@@ -26,11 +26,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 from controller.boxperson import CurveClientKeys, send_command
 from controller.reasons import STAFF_CALL_REASONS
+
+
+def positive_seconds(text: str) -> float:
+    """argparse ``type`` for ``--timeout``: a finite number of seconds > 0; a bad value is
+    reported by argparse naming the option, exit status 2.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, not finite (nan, inf), or <= 0.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {text!r}")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
 
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
@@ -50,7 +69,7 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
                       help="call no roll on the throw in progress, 9 NYCRR 5324.52(k)(2): one of "
                            f"{', '.join(r.value for r in STAFF_CALL_REASONS)} (with --who; no --roll-id)")
     parser.add_argument("--who", help="the boxperson's name (logged and published with the roll)")
-    parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the table (default 5)")
+    parser.add_argument("--timeout", type=positive_seconds, default=5.0, help="seconds to wait for the table (default 5)")
     parser.add_argument("--evidence-out", type=Path,
                         help="with --roll-id and no decision: write the call's evidence PNG here")
     parser.add_argument("--curve-secret", type=Path, help="this client's CURVE .key_secret (bus keys)")
@@ -111,7 +130,11 @@ def run(command: str, args: argparse.Namespace) -> int:
     if request["cmd"] == "evidence" and reply.get("ok"):
         import base64
 
-        args.evidence_out.write_bytes(base64.b64decode(reply["png_b64"]))
+        try:
+            args.evidence_out.write_bytes(base64.b64decode(reply["png_b64"]))
+        except OSError as exc:
+            reason = "is a directory" if isinstance(exc, IsADirectoryError) else (exc.strerror or str(exc))
+            return _bad(f"--evidence-out {args.evidence_out}: cannot write the evidence PNG: {reason}")
         print(json.dumps({"ok": True, "roll_id": reply["roll_id"], "evidence": str(args.evidence_out)}))
         return 0
     print(json.dumps(reply, indent=None))

@@ -72,3 +72,19 @@ def test_replay_source_raises_bad_input_naming_the_folder(tmp_path: Path) -> Non
     folder = _corrupt_folder(tmp_path, 1)
     with pytest.raises(BadInputError, match=rf"replay {folder}: none of its 1 image file\(s\) can be read"):
         list(ReplaySource(folder).frames())
+
+
+def test_replay_refuses_a_jpeg_zeroed_in_the_middle(tmp_path: Path, caplog) -> None:
+    """Markers and FF D9 intact, entropy data zeroed: refused like a truncated photo."""
+    big = DATA / "oblique-webcam" / "five_44.jpg"
+    if not big.exists():
+        pytest.skip("tests/data/dice/oblique-webcam absent")
+    folder = tmp_path / "zeroed"
+    folder.mkdir()
+    data = bytearray(big.read_bytes())
+    data[4000:12000] = bytes(8000)
+    (folder / "a_zeroed.jpg").write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, logger="camera.replay"):
+        with pytest.raises(BadInputError, match=rf"replay {folder}: none of its 1 image file\(s\) can be read"):
+            list(ReplaySource(folder).frames())
+    assert "a_zeroed.jpg: corrupt JPEG (libjpeg: Corrupt JPEG data: premature end of data segment)" in caplog.text

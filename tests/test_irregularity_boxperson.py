@@ -211,3 +211,33 @@ def test_decide_only_command_reaches_the_table_service(capsys, tmp_path):
 def test_decide_only_cli_refuses_a_roll_id(capsys):
     assert cli_main(["decide", "--decide-only", "on", "--who", "a", "--roll-id", "x"]) == 2
     assert "not a roll" in capsys.readouterr().err
+
+
+def test_decide_evidence_out_that_cannot_be_written_exit_2(capsys, tmp_path):
+    reg = CallRegistry(60.0)
+    reg.open("table-1-00000009", "face-unreadable", annotate_evidence(np.full((60, 80, 3), 30, np.uint8), []))
+    server = CommandServer(reg, "tcp://127.0.0.1:*").start()
+    try:
+        for out, reason in ((tmp_path / "no" / "such" / "e.png", "No such file or directory"),
+                            (tmp_path, "is a directory")):
+            assert cli_main(["decide", "--endpoint", server.endpoint, "--roll-id", "table-1-00000009",
+                             "--evidence-out", str(out)]) == 2
+            cap = capsys.readouterr()
+            assert f"craps-table decide: --evidence-out {out}: cannot write the evidence PNG: {reason}" in cap.err
+            assert cap.out == ""
+        assert [c["roll_id"] for c in send_command(server.endpoint, {"cmd": "pending"})["calls"]] == ["table-1-00000009"]
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("value, says", [
+    ("nan", "must be a finite number of seconds, got 'nan'"),
+    ("inf", "must be a finite number of seconds, got 'inf'"),
+    ("0", "must be > 0, got '0'"),
+    ("soon", "expected a number of seconds, got 'soon'"),
+])
+def test_decide_timeout_must_be_finite_and_positive(value, says, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["decide", "--pending", "--timeout", value])
+    assert exc.value.code == 2
+    assert f"argument --timeout: {says}" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 import cv2
@@ -327,3 +328,39 @@ def test_cli_failures_write_nothing(example, tmp_path, capsys):
     assert _cli(["--source", f"replay:{photo}", "--layout", str(bad), "--out", str(out)]) == 2
     assert "layout.markers" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_unreadable_layout_files_name_the_file(tmp_path):
+    png = tmp_path / "table.png"
+    png.write_bytes(cv2.imencode(".png", np.zeros((8, 8, 3), np.uint8))[1].tobytes())
+    with pytest.raises(CalibrationError, match=re.escape(f"{png}: not a UTF-8 TOML text file (byte 0: b'\\x89')")):
+        load_layout(png)
+    with pytest.raises(CalibrationError, match=re.escape(f"{tmp_path}: is a directory, not a TOML file")):
+        load_layout(tmp_path)
+    with pytest.raises(CalibrationError, match=re.escape(f"{png}: not a UTF-8 TOML text file")):
+        load_calibration(png)
+
+
+def test_cli_unreadable_layout_or_camera_config_exit_2_naming_the_option(example, scene, tmp_path, capsys):
+    image, _ = scene
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    photo = photos / "table.png"
+    cv2.imwrite(str(photo), image)
+    out = tmp_path / "calibration.toml"
+    for option, path, says in (
+            ("--layout", photo, "not a UTF-8 TOML text file (byte 0: b'\\x89')"),
+            ("--layout", tmp_path, "is a directory, not a TOML file"),
+            ("--camera-config", photo, "not a UTF-8 TOML text file (byte 0: b'\\x89')"),
+            ("--camera-config", tmp_path, "is a directory, not a TOML file"),
+            ("--camera-config", tmp_path / "none.toml", "no such file")):
+        # --camera-config is read for replay:DIR (a replay:IMAGE is loaded directly)
+        assert _cli(["--source", f"replay:{photos}", "--out", str(out), option, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"craps-table calibrate: {option} {path}: {says}" in err, err
+        assert "Traceback" not in err
+    assert not out.exists()
+    out.write_bytes(photo.read_bytes())  # --out, read back as the layout, is not a TOML file
+    assert _cli(["--source", f"replay:{photo}", "--out", str(out)]) == 2
+    assert f"--out (read as the layout) {out}: not a UTF-8 TOML text file" in capsys.readouterr().err
+    assert out.read_bytes() == photo.read_bytes()

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import cv2
+import pytest
 
 from controller.cli import main
 
@@ -58,3 +59,52 @@ def test_eval_bad_label_exit_2(tmp_path: Path, capsys) -> None:
     (tmp_path / "a.txt").write_text("7 0.5 0.5 0.1 0.1\n")
     assert main(["eval", str(tmp_path), str(tmp_path)]) == 2
     assert "a.txt:1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("line, fragment", [
+    ("1 nan 0.5 0.1 0.1", "a.txt:2: cx must be a finite number, got nan"),
+    ("1 0.5 inf 0.1 0.1", "a.txt:2: cy must be a finite number, got inf"),
+    ("2.7 0.5 0.5 0.1 0.1", "a.txt:2: class must be an integer 0..5, got 2.7"),
+    ("1 5.0 -3 0.1 0.1", "a.txt:2: cx 5.0 outside [0, 1]"),
+    ("1 0.5 -3 0.1 0.1", "a.txt:2: cy -3.0 outside [0, 1]"),
+    ("1 0.5 0.5 -0.1 0.1", "a.txt:2: w -0.1 outside (0, 1]"),
+    ("1 0.5 0.5 0.1 0", "a.txt:2: h 0.0 outside (0, 1]"),
+    ("1 0.5 0.5 0.1 0.1 9", "a.txt:2: expected 5 fields 'class cx cy w h', got 6"),
+    ("1 0.5 0.5 0.1", "a.txt:2: expected 5 fields 'class cx cy w h', got 4"),
+])
+def test_eval_rejects_bad_label_values_by_file_and_line(tmp_path: Path, capsys, line: str, fragment: str) -> None:
+    shutil.copy(PHOTO, tmp_path / "a.jpg")
+    (tmp_path / "a.txt").write_text(f"4 0.5 0.5 0.1 0.1\n{line}\n")
+    assert main(["eval", str(tmp_path), str(tmp_path)]) == 2
+    cap = capsys.readouterr()
+    assert f"craps-table eval: {tmp_path / 'a.txt'}:2: " in cap.err
+    assert fragment in cap.err
+    assert "Traceback" not in cap.err and cap.out == ""
+
+
+def test_eval_integral_float_class_still_accepted(tmp_path: Path, capsys) -> None:
+    shutil.copy(PHOTO, tmp_path / "a.jpg")
+    shutil.copy(PHOTO.with_suffix(".txt"), tmp_path / "a.txt")
+    text = (tmp_path / "a.txt").read_text().splitlines()
+    (tmp_path / "a.txt").write_text("\n".join(f"{ln.split()[0]}.0 {' '.join(ln.split()[1:])}" for ln in text) + "\n")
+    assert main(["eval", str(tmp_path), str(tmp_path)]) == 0
+    assert "face accuracy     100.00 % of 5 matched dice" in capsys.readouterr().out
+
+
+def test_eval_non_utf8_label_file_and_list_exit_2(tmp_path: Path, capsys) -> None:
+    shutil.copy(PHOTO, tmp_path / "a.jpg")
+    (tmp_path / "a.txt").write_bytes(b"\xff\xfe1 0.5 0.5 0.1 0.1\n")
+    assert main(["eval", str(tmp_path), str(tmp_path)]) == 2
+    assert f"{tmp_path / 'a.txt'}: not a UTF-8 text label file" in capsys.readouterr().err
+    (tmp_path / "a.txt").unlink()
+    names = tmp_path / "names.bin"
+    names.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xff")
+    assert main(["eval", str(tmp_path), str(tmp_path), "--list", str(names)]) == 2
+    assert f"craps-table eval: --list {names}: not a UTF-8 text file" in capsys.readouterr().err
+
+
+def test_eval_label_path_that_is_a_directory_exit_2(tmp_path: Path, capsys) -> None:
+    shutil.copy(PHOTO, tmp_path / "a.jpg")
+    (tmp_path / "a.txt").mkdir()
+    assert main(["eval", str(tmp_path), str(tmp_path)]) == 2
+    assert f"{tmp_path / 'a.txt'}: cannot read the label file" in capsys.readouterr().err

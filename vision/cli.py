@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -25,13 +26,31 @@ from camera.base import FrameError
 from camera.imagefile import load_image
 
 
+def positive_float(text: str) -> float:
+    """argparse ``type`` for a finite number > 0 (``--side-px``); a bad value is reported by
+    argparse naming the option, exit status 2.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, not finite (nan, inf), or <= 0.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     """Declare the arguments of ``read`` or ``eval``."""
     if command == "read":
         parser.add_argument("images", nargs="+", type=Path, metavar="IMAGE", help="photographs to read")
         parser.add_argument("--json", action="store_true", help="one JSON object per image per line")
         parser.add_argument("--annotate", type=Path, metavar="OUT_DIR", help="write a PNG per image with boxes and values")
-        parser.add_argument("--side-px", type=float, default=None, help="expected die side in pixels (calibration)")
+        parser.add_argument("--side-px", type=positive_float, default=None, help="expected die side in pixels (calibration)")
     elif command == "eval":
         parser.add_argument("images_dir", type=Path, metavar="IMAGES_DIR")
         parser.add_argument("labels_dir", type=Path, metavar="LABELS_DIR")
@@ -59,7 +78,13 @@ def _run_read(args: argparse.Namespace) -> int:
 
     status = 0
     if args.annotate:
-        args.annotate.mkdir(parents=True, exist_ok=True)
+        try:
+            args.annotate.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = "exists and is not a folder" if isinstance(exc, FileExistsError) else (exc.strerror or str(exc))
+            print(f"craps-table read: --annotate {args.annotate}: cannot create the output folder: {reason}",
+                  file=sys.stderr)
+            return 2
     for path in args.images:
         try:
             img = load_image(path)
@@ -85,7 +110,15 @@ def _run_read(args: argparse.Namespace) -> int:
             print(f"{path}: {len(readings)} dice: {vals} ({ms:.1f} ms)", flush=True)
         if args.annotate:
             out = args.annotate / (path.stem + ".png")
-            cv2.imwrite(str(out), annotate(img, readings))
+            try:
+                written = cv2.imwrite(str(out), annotate(img, readings))
+            except cv2.error as exc:
+                written, why = False, str(exc).strip().splitlines()[-1] if str(exc).strip() else "cv2.error"
+            else:
+                why = "OpenCV could not write it (folder not writable, or a folder of that name)"
+            if not written:
+                print(f"craps-table read: --annotate: cannot write {out}: {why}", file=sys.stderr)
+                status = 2
     return status
 
 
@@ -101,7 +134,17 @@ def _run_eval(args: argparse.Namespace) -> int:
         if not args.list.is_file():
             print(f"craps-table eval: {args.list}: no such file", file=sys.stderr)
             return 2
-        only = [ln.strip() for ln in args.list.read_text().splitlines() if ln.strip()]
+        try:
+            text = args.list.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            print(f"craps-table eval: --list {args.list}: not a UTF-8 text file of image names",
+                  file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"craps-table eval: --list {args.list}: cannot be read: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 2
+        only = [ln.strip() for ln in text.splitlines() if ln.strip()]
     pairs = image_pairs(args.images_dir, args.labels_dir, only)
     if not pairs:
         print(f"craps-table eval: no images in {args.images_dir}", file=sys.stderr)

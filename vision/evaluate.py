@@ -10,6 +10,7 @@ nearest centre.
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -40,27 +41,55 @@ class LabelError(ValueError):
 def load_labels(path: Path, width: int, height: int) -> list[Label]:
     """Read a YOLO label file.
 
+    Each non-blank line must be exactly five fields ``class cx cy w h``: ``class`` an integer
+    0..5 (``2`` or ``2.0``, not ``2.7``), ``cx`` and ``cy`` finite numbers in [0, 1], ``w`` and
+    ``h`` finite numbers in (0, 1].
+
     Args:
         path: the ``.txt`` file; a missing file means no dice.
         width, height: the image size in pixels.
 
     Raises:
-        LabelError: a line that is not ``class cx cy w h`` with class 0..5.
+        LabelError: naming ``path`` and the line number (``file:line``) and saying what is wrong;
+            also for a file that cannot be read or is not UTF-8 text (naming ``path``).
     """
     if not path.exists():
         return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise LabelError(f"{path}: not a UTF-8 text label file (byte {exc.start}: "
+                         f"{exc.object[exc.start:exc.start + 1]!r})") from exc
+    except OSError as exc:
+        raise LabelError(f"{path}: cannot read the label file: {exc.strerror or exc}") from exc
     labels = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         parts = line.split()
+        where = f"{path}:{n}"
+        if len(parts) != 5:
+            raise LabelError(f"{where}: expected 5 fields 'class cx cy w h', got {len(parts)} in {line!r}")
         try:
-            c = int(float(parts[0]))
-            cx, cy, bw, bh = (float(v) for v in parts[1:5])
-        except (ValueError, IndexError) as exc:
-            raise LabelError(f"{path}:{n}: expected 'class cx cy w h', got {line!r}") from exc
+            values = [float(v) for v in parts]
+        except ValueError as exc:
+            raise LabelError(f"{where}: expected 'class cx cy w h' numbers, got {line!r}") from exc
+        names = ("class", "cx", "cy", "w", "h")
+        for name, v in zip(names, values):
+            if not math.isfinite(v):
+                raise LabelError(f"{where}: {name} must be a finite number, got {v} in {line!r}")
+        cf, cx, cy, bw, bh = values
+        if cf != int(cf):
+            raise LabelError(f"{where}: class must be an integer 0..5, got {parts[0]}")
+        c = int(cf)
         if not 0 <= c <= 5:
-            raise LabelError(f"{path}:{n}: class {c} outside 0..5")
+            raise LabelError(f"{where}: class {c} outside 0..5")
+        for name, v in (("cx", cx), ("cy", cy)):
+            if not 0.0 <= v <= 1.0:
+                raise LabelError(f"{where}: {name} {v} outside [0, 1] (normalised to the image size)")
+        for name, v in (("w", bw), ("h", bh)):
+            if not 0.0 < v <= 1.0:
+                raise LabelError(f"{where}: {name} {v} outside (0, 1] (normalised to the image size)")
         labels.append(Label(c + 1, ((cx - bw / 2) * width, (cy - bh / 2) * height,
                                     (cx + bw / 2) * width, (cy + bh / 2) * height)))
     return labels
