@@ -35,6 +35,7 @@ import cv2
 import numpy as np
 
 from camera.base import FrameError
+from camera.imagefile import load_image
 from camera.calibration import (CalibrationError, calibrate, draw_calibration, load_layout,
                                 write_calibration)
 
@@ -118,10 +119,7 @@ def grab_frames(args: argparse.Namespace) -> tuple[list[np.ndarray], str]:
         path = Path(arg)
         if not path.is_file():
             raise FrameError(f"{path}: no such image")
-        image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if image is None:
-            raise FrameError(f"{path}: not a readable image")
-        return [image], f"replay:{path}"
+        return [load_image(path)], f"replay:{path}"   # FrameError naming a truncated or corrupt file
     from camera.sources import open_source
     cfg = _camera_config(args)
     source = open_source(cfg)
@@ -159,10 +157,7 @@ def _lens(args: argparse.Namespace, cfile):
         raise FrameError(f"--lens-images {args.lens_images!r}: no such files")
     images = []
     for p in paths:
-        img = cv2.imread(p, cv2.IMREAD_COLOR)
-        if img is None:
-            raise FrameError(f"{p}: not a readable image")
-        images.append(img)
+        images.append(load_image(p))
     lens, rms = calibrate_lens(images, (cols, rows), args.square_mm, names=paths)
     print(f"lens from {len(paths)} photos: rms {rms:.3f} px, fx {lens.camera_matrix[0, 0]:.1f} px, "
           f"k1 {lens.dist_coeffs[0]:+.4f}")

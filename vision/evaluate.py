@@ -248,15 +248,13 @@ def evaluate(pairs: list[tuple[Path, Path]], reader: Callable[[np.ndarray], list
         LabelError: a malformed label file.
         camera.base.FrameError: an image that cannot be decoded.
     """
-    from camera.base import FrameError
+    from camera.imagefile import load_image
 
     if reader is None:
         from vision.reader import read_dice as reader
     rep = EvalReport()
     for img_path, lab_path in pairs:
-        img = cv2.imread(str(img_path), cv2.IMREAD_COLOR)
-        if img is None:
-            raise FrameError(f"{img_path}: cannot decode the image")
+        img = load_image(img_path)   # FrameError naming a truncated or corrupt file
         h, w = img.shape[:2]
         labels = load_labels(lab_path, w, h)
         t0 = time.perf_counter()
