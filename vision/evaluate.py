@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-import cv2
 import numpy as np
 
 from vision.types import DieReading
