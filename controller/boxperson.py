@@ -152,7 +152,7 @@ def check_dice(dice: Sequence[int] | None) -> tuple[int, int]:
     Raises:
         DecisionError: naming what is wrong.
     """
-    if dice is None or isinstance(dice, (str, bytes)) or len(dice) != 2:
+    if not isinstance(dice, (list, tuple)) or len(dice) != 2:
         raise DecisionError(f"dice: give exactly two values 1..6, got {dice!r}")
     out = []
     for v in dice:
@@ -384,6 +384,8 @@ def handle_request(registry: CallRegistry, raw: bytes,
         req = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return _error(f"request is not JSON: {exc}")
+    except RecursionError:
+        return _error("request is not JSON this server reads: nested too deeply")
     if not isinstance(req, dict):
         return _error("request must be a JSON object")
     cmd = req.get("cmd")
@@ -490,7 +492,11 @@ class CommandServer:
         frame = self.sock.recv(copy=False)
         # with CURVE, the ZAP handler's User-Id is the client's public key (Z85)
         console = frame.get("User-Id") if self._auth is not None else None
-        reply = handle_request(self.registry, frame.bytes, self.table_command, console)
+        try:
+            reply = handle_request(self.registry, frame.bytes, self.table_command, console)
+        except Exception:   # a defect here must not stop the boxperson's console: log, answer, serve on
+            log.exception("boxperson command server: a request could not be handled")
+            reply = _error("internal error: the request was not handled (see the table service's log)")
         self.sock.send(json.dumps(reply).encode())
         return True
 

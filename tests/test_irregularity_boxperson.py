@@ -100,6 +100,41 @@ def test_handle_request_rejects_garbage():
     assert "JSON object" in handle_request(reg, b"[1]")["error"]
     assert "unknown cmd" in handle_request(reg, b'{"cmd": "drop"}')["error"]
     assert "unknown key" in handle_request(reg, b'{"cmd": "decide", "roll_id": "x", "who": "a", "x": 1}')["error"]
+    # dice that are no list, and JSON nested past Python's recursion limit: answered, not raised
+    reg.open("table-1-00000042", "face-unreadable", b"png")
+    bad = {"cmd": "decide", "roll_id": "table-1-00000042", "dice": 5, "who": "x"}
+    assert handle_request(reg, json.dumps(bad).encode())["error"] == "dice: give exactly two values 1..6, got 5"
+    assert "nested too deeply" in handle_request(reg, b"[" * 100000)["error"]
+    assert [c.roll_id for c in reg.pending()] == ["table-1-00000042"]
+
+
+def test_command_server_answers_and_serves_on_after_a_defect_in_a_handler(monkeypatch):
+    """A request that raises inside the handler (a defect) gets an error reply and the server
+    thread serves the next request: the boxperson's console must not go dead (before, one
+    ``"dice": 5`` killed the thread and every later decision timed out)."""
+    import controller.boxperson as bp
+
+    reg = CallRegistry(60.0)
+    reg.open("table-1-00000042", "face-unreadable", b"png")
+    real = bp.handle_request
+    calls = {"n": 0}
+
+    def flaky(*a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise TypeError("a defect")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(bp, "handle_request", flaky)
+    server = CommandServer(reg, "tcp://127.0.0.1:*").start()
+    try:
+        first = send_command(server.endpoint, {"cmd": "pending"}, timeout_s=5)
+        assert first["ok"] is False and first["error"].startswith("internal error")
+        ok = send_command(server.endpoint, {"cmd": "decide", "roll_id": "table-1-00000042", "dice": [3, 4],
+                                            "who": "ann"}, timeout_s=5)
+        assert ok["ok"] is True and ok["decision"]["dice"] == [3, 4]
+    finally:
+        server.close()
 
 
 def test_evidence_frame_is_a_png_with_boxes():
