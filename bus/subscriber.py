@@ -113,6 +113,15 @@ class RollSubscriber:
         # time stamp): its new rolls would be dropped as duplicates, so it stops the subscriber.
         self._live_floor = applied
         self._seen_ts = _parse_ts(self._get("seen_ts"))
+        # Journal restored while this subscriber was away: the table's journal, restored from an
+        # older copy, has written new messages under sequence numbers this subscriber already
+        # applied, and caught up past them before it came back, so no live message is below
+        # the floor. The signature of the last applied message is kept with it; the first
+        # replay asks from that seq, and the table's message there must be the same one.
+        self._sigs: dict[int, str] = {}      # signatures of delivered, not yet acked messages
+        stored_sig = self._get("applied_sig")
+        same = resume_after is None or resume_after == int(self._get("last_applied") or 0)
+        self._check: tuple[int, str] | None = (applied, stored_sig) if applied > 0 and stored_sig and same else None
         self._req_at: float | None = None  # time of the outstanding replay request
         # nonces of the last replay requests: a batch header must carry one of them (a late
         # answer to an earlier request is fine; a header sent again later is not)
@@ -205,6 +214,8 @@ class RollSubscriber:
         while True:
             env = self._pending.pop(self._next, None)
             if env is not None:
+                if env.get("sig"):
+                    self._sigs[self._next] = env["sig"]
                 self._next += 1
                 self.stats["delivered"] += 1
                 return env
@@ -240,8 +251,11 @@ class RollSubscriber:
             raise ValueError(f"cannot ack {seq}: only up to {self.last_delivered} was delivered")
         if seq <= self._acked:
             return
-        self._put(last_applied=str(seq), **({"seen_ts": self._seen_ts.isoformat()} if self._seen_ts else {}))
+        sig = self._sigs.get(seq)
+        self._put(last_applied=str(seq), **({"seen_ts": self._seen_ts.isoformat()} if self._seen_ts else {}),
+                  **({"applied_sig": sig} if sig else {}))
         self._acked = seq
+        self._sigs = {k: v for k, v in self._sigs.items() if k > seq}
         self._send_ack()
 
     def close(self) -> None:
@@ -273,11 +287,15 @@ class RollSubscriber:
             pass  # acks are cumulative: the next one carries this one
 
     def _request_replay(self) -> None:
-        """Ask for everything after the contiguous run we hold (the first missing seq)."""
+        """Ask for everything after the contiguous run we hold (the first missing seq); while
+        the last applied message is still to be checked (``_check``), from that message."""
         self._contig = max(self._contig, self._next - 1)
+        start = self._contig + 1
+        if self._check is not None:
+            start = min(start, self._check[0])
         try:
             nonce = secrets.token_hex(8)
-            self._dealer.send_multipart([REQ_REPLAY, json.dumps({"from": self._contig + 1, "nonce": nonce}).encode()],
+            self._dealer.send_multipart([REQ_REPLAY, json.dumps({"from": start, "nonce": nonce}).encode()],
                                         zmq.NOBLOCK)
             self._nonces.append(nonce)
         except zmq.Again:
@@ -344,6 +362,17 @@ class RollSubscriber:
                     self._on_alarm("journal_rollback", {"seq": seq, "seen": self._live_floor})
                 raise BusError(msg)
             self._live_floor = max(self._live_floor, seq)
+        if self._check is not None and source == "replay" and seq == self._check[0] \
+                and env["topic"] != envmod.HEARTBEAT:
+            if env.get("sig") != self._check[1]:
+                msg = (f"table {self.cfg.table_id}'s journal {env.get('journal_id')} holds another message at "
+                       f"seq {seq} than the one this subscriber applied (was the journal restored from an older "
+                       f"copy while this subscriber was away?); its new rolls reuse sequence numbers")
+                log.critical("bus: %s", msg)
+                if self._on_alarm is not None:
+                    self._on_alarm("journal_rollback", {"seq": seq, "seen": self._acked})
+                raise BusError(msg)
+            self._check = None
         if env["topic"] == envmod.HEARTBEAT:
             self.stats["heartbeats"] += 1
             self.last_heartbeat = time.monotonic()
@@ -485,6 +514,8 @@ class RollSubscriber:
                 if env is not None:
                     self.stats["replayed"] += 1
                     self._offer(env, "replay")
+            if self._check is not None and start <= self._check[0] < first:
+                self._check = None   # pruned from the table's journal: nothing left to compare with
             missing = max(self._contig, self._next - 1) + 1
             if start <= missing < first:
                 msg = (f"table {self.cfg.table_id} no longer holds seq {missing}..{first - 1} "

@@ -564,6 +564,45 @@ def test_a_journal_restored_from_an_older_copy_stops_the_subscriber(tmp_path: Pa
     assert alarms and alarms[0][0] == "journal_rollback" and alarms[0][1]["seen"] == 8
 
 
+def test_a_journal_restored_and_caught_up_while_the_subscriber_was_away_stops_it(tmp_path: Path):
+    """The same restore, but the table publishes past the subscriber's last applied seq (8)
+    before the subscriber comes back: no live message is below the floor. Before, seq 9.. came
+    as if they followed the old 8, and the new rolls at 4..8 were never delivered, with no
+    alarm. Now the subscriber keeps the signature of the last message it applied, asks the
+    replay from that seq, and stops with journal_rollback when the table holds another one
+    there. A plain restart (the same journal) is checked and goes on."""
+    from bus.subscriber import BusError
+
+    cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=0.1)
+    state = tmp_path / "sub.sqlite"
+    with RollPublisher(cfg) as pub:
+        for i in range(1, 4):
+            pub.publish("roll", {"n": i})
+    backup = tmp_path / "journal-at-3.sqlite"
+    shutil.copy(cfg.journal_path, backup)
+    with RollPublisher(cfg) as pub:
+        for i in range(4, 9):
+            pub.publish("roll", {"n": i})
+        with RollSubscriber(cfg, state) as sub:
+            assert [e["seq"] for e in _drain(sub, 8)] == list(range(1, 9))
+        pub.publish("roll", {"n": 9})
+        with RollSubscriber(cfg, state) as sub:               # a plain restart: 8 checked, 9 follows
+            assert [e["body"]["n"] for e in _drain(sub, 1)] == [9]
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(cfg.journal_path) + suffix).unlink(missing_ok=True)
+    shutil.copy(backup, cfg.journal_path)
+    alarms = []
+    with RollPublisher(cfg) as pub:
+        for i in range(100, 110):                              # seq 4..13, new rolls
+            pub.publish("roll", {"n": i})
+        with RollSubscriber(cfg, state, on_alarm=lambda c, d: alarms.append((c, d))) as sub:
+            with pytest.raises(BusError, match="holds another message at seq 9"):
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline:
+                    assert sub.receive(0.1) is None
+    assert alarms and alarms[0] == ("journal_rollback", {"seq": 9, "seen": 9})
+
+
 def test_acks_of_a_replaced_journal_do_not_prune_the_new_one(tmp_path: Path):
     """The journal is replaced (deleted, a new one made) but ``<journal>.acks`` stays. Before,
     the old journal's ack (seq 10) pruned the new journal's unacknowledged seq 2..5 and the
@@ -627,7 +666,8 @@ def test_replay_header_is_signed_and_answers_this_request(tmp_path: Path):
         with RollSubscriber(cfg, tmp_path / "s.sqlite", on_alarm=lambda c, d: alarms.append((c, d))) as sub:
             assert r.poll(5000)
             ident, kind, req = r.recv_multipart()
-            assert kind == b"REPLAY" and json.loads(req)["from"] == 4
+            # from the last applied seq (3), to check the table still holds that same message
+            assert kind == b"REPLAY" and json.loads(req)["from"] == 3
             nonce = json.loads(req)["nonce"]
             unsigned = {"from": 4, "first": 10 ** 6, "head": 10 ** 6, "journal_id": jid, "count": 0}
             r.send_multipart([ident, b"BATCH", json.dumps(unsigned).encode()])
