@@ -232,6 +232,9 @@ class CallRegistry:
         who = (who or "").strip()
         if not who:
             raise DecisionError("who: the boxperson's name is required")
+        if who.lower() == WHO_TIMEOUT:
+            # the log's "void by timeout" must mean the deadline passed, not a person named so
+            raise DecisionError(f"who: {who!r} is reserved for a call voided at its deadline; give the boxperson's name")
         if void == (dice is not None):
             raise DecisionError("give either the dice (a value for each die) or void, not both or neither")
         values = None if void else check_dice(dice)
@@ -532,12 +535,20 @@ def send_command(endpoint: str, request: dict, *, timeout_s: float = 5.0,
     """Send one command to a :class:`CommandServer` and return its reply.
 
     Raises:
+        PermissionError: no reply, and the server refused the CURVE handshake (this console's
+            key is not authorised there, the server key is wrong, or one side uses CURVE and the
+            other does not).
         TimeoutError: no reply within ``timeout_s`` (the server is not there).
         ValueError: the reply is not a JSON object.
     """
+    from zmq.utils.monitor import recv_monitor_message
+
     ctx = zmq.Context()
     sock = ctx.socket(zmq.REQ)
     sock.setsockopt(zmq.LINGER, 0)
+    failed = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL \
+        | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    mon = sock.get_monitor_socket(failed)
     try:
         if curve is not None:
             from bus.keys import load_curve_public, load_curve_secret
@@ -549,11 +560,20 @@ def send_command(endpoint: str, request: dict, *, timeout_s: float = 5.0,
         sock.connect(endpoint)
         sock.send(json.dumps(request).encode())
         if not sock.poll(int(timeout_s * 1000), zmq.POLLIN):
+            refused = []
+            while mon.poll(0):
+                refused.append(recv_monitor_message(mon)["event"])
+            if refused:
+                what = "authentication" if zmq.EVENT_HANDSHAKE_FAILED_AUTH in refused else "protocol"
+                raise PermissionError(f"{endpoint} refused the CURVE handshake ({what}): this console's key is "
+                                      "not authorised there, the server key is wrong, or only one side uses CURVE")
             raise TimeoutError(f"no reply from {endpoint} within {timeout_s} s")
         reply = json.loads(sock.recv().decode("utf-8"))
         if not isinstance(reply, dict):
             raise ValueError(f"reply from {endpoint} is not a JSON object")
         return reply
     finally:
+        sock.disable_monitor()
+        mon.close(0)
         sock.close(0)
         ctx.term()

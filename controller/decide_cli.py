@@ -121,6 +121,9 @@ def run(command: str, args: argparse.Namespace) -> int:
             request["dice"] = list(args.dice)
     try:
         reply = send_command(args.endpoint, request, timeout_s=args.timeout, curve=curve)
+    except PermissionError as exc:
+        print(f"craps-table decide: {exc}", file=sys.stderr)
+        return 1
     except TimeoutError as exc:
         print(f"craps-table decide: {exc} (is a table service running with its [boxperson] endpoint "
               f"there? `craps-table demo` prints its own)", file=sys.stderr)

@@ -108,6 +108,16 @@ def test_handle_request_rejects_garbage():
     assert [c.roll_id for c in reg.pending()] == ["table-1-00000042"]
 
 
+def test_a_person_cannot_answer_as_timeout():
+    """``"timeout"`` is who a call voided at its deadline is logged by: a console giving it as a
+    name would make a person's void read as a timeout."""
+    reg, _ = registry()
+    reg.open("table-1-00000043", "face-unreadable", b"png")
+    with pytest.raises(DecisionError, match="reserved"):
+        reg.answer("table-1-00000043", who=" Timeout ", void=True)
+    assert [c.roll_id for c in reg.pending()] == ["table-1-00000043"]
+
+
 def test_command_server_answers_and_serves_on_after_a_defect_in_a_handler(monkeypatch):
     """A request that raises inside the handler (a defect) gets an error reply and the server
     thread serves the next request: the boxperson's console must not go dead (before, one
@@ -208,9 +218,12 @@ def test_curve_command_server(tmp_path):
     server = CommandServer(reg, "tcp://127.0.0.1:*",
                            curve=CurveServerKeys(server_keys.curve_secret, tmp_path / "authorized")).start()
     try:
+        # a stranger's key, or no CURVE at all: refused, and said so (not "no reply")
         bad = CurveClientKeys(stranger.curve_secret, server_keys.curve_public)
-        with pytest.raises(TimeoutError):
-            send_command(server.endpoint, {"cmd": "pending"}, timeout_s=0.5, curve=bad)
+        with pytest.raises(PermissionError, match=r"refused the CURVE handshake \(authentication\)"):
+            send_command(server.endpoint, {"cmd": "pending"}, timeout_s=1.0, curve=bad)
+        with pytest.raises(PermissionError, match="refused the CURVE handshake"):
+            send_command(server.endpoint, {"cmd": "pending"}, timeout_s=1.0)
         good = CurveClientKeys(client_keys.curve_secret, server_keys.curve_public)
         reply = send_command(server.endpoint, {"cmd": "decide", "roll_id": "t-9", "dice": [6, 6], "who": "cy"},
                              curve=good)
