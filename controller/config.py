@@ -383,12 +383,22 @@ class SettlementSection(_Section):
     """``[settlement]``: what the settlement subscriber of ``craps-table demo`` settles.
 
     Attributes:
-        profile: the settlement profile (pay tables) name, e.g. ``"ny-5324"``.
+        profile: the settlement profile (pay tables): a shipped name (``"ny-5324"``,
+            ``"nj-13-47"``, ``"ny-4620"``, ``"rules-002"``) or the path of a profile TOML file;
+            loaded and checked when the config is.
         players: the test players.
     """
 
     profile: str = "ny-5324"
     players: list[TestPlayer] = Field(default_factory=list)
+
+    @field_validator("profile")
+    @classmethod
+    def _check_profile(cls, v: str) -> str:
+        from settlement.profile import load_profile
+
+        load_profile(v)  # raises ProfileError (a ValueError) naming the file and the key
+        return v
 
 
 class TableConfig(_Section):

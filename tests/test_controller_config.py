@@ -103,3 +103,29 @@ def test_rules_profile_and_boxperson_section(tmp_path):
     assert cfg.boxperson.curve and cfg.boxperson.endpoint == "tcp://0.0.0.0:5560"
     with pytest.raises(ConfigError, match="without curve = true"):
         parse_config({"boxperson": {"endpoint": "tcp://192.168.1.20:5560"}}, "t.toml")
+
+
+def test_settlement_profile_is_loaded_at_config_load(tmp_path, capsys):
+    with pytest.raises(ConfigError) as err:
+        parse_config({"settlement": {"profile": "bogus"}}, "t.toml")
+    msg = str(err.value)
+    assert msg.startswith("t.toml: settlement.profile: ") and "profile not found: " in msg
+    assert msg.endswith("bogus.toml (got 'bogus')")
+    # a profile file with a wrong key: its file and dotted key are named too
+    bad = tmp_path / "bad-profile.toml"
+    bad.write_text('[settlement]\nnamee = "x"\n')
+    with pytest.raises(ConfigError) as err:
+        parse_config({"settlement": {"profile": str(bad)}}, "t.toml")
+    assert f"t.toml: settlement.profile: Value error, {bad}: settlement." in str(err.value)
+    for name in ("ny-5324", "nj-13-47", "ny-4620"):
+        assert parse_config({"settlement": {"profile": name}}).settlement.profile == name
+    # craps-table demo --config: exit 2 at load, before the table runs
+    from controller.cli import main
+
+    cfg = tmp_path / "table.toml"
+    head, tail = SHIPPED.read_text().split("\n[settlement]\n")
+    cfg.write_text(head + "\n[settlement]\n" + tail.replace('profile = "ny-5324"', 'profile = "bogus"', 1))
+    assert "bogus" in cfg.read_text()
+    assert main(["demo", "--config", str(cfg), "--rolls", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"{cfg}: settlement.profile: Value error, profile not found: " in err
