@@ -18,7 +18,9 @@ in sequence order:
   (9 NYCRR 5324.52(k): a no roll decides nothing).
 
 The test players make line bets (issue 3 item 5): each is ``{"name": "p1", "bet": "pass" |
-"dont_pass" | "come" | "dont_come", "amount": cents, "odds": multiple}``; before every roll
+"dont_pass" | "come" | "dont_come", "amount": cents, "odds": multiple}`` (:class:`PlayerEntry`:
+integers, amount > 0, odds 0..100, no other key; checked when the players are loaded, so a wrong
+``--players`` file stops the command with exit status 2 before anything starts); before every roll
 a player without a flat bet makes one when the rules allow it (pass/don't pass on the
 come-out, come/don't come after it), and takes or lays ``odds`` x amount behind each flat
 bet that has a point (capped by the profile's odds limit). A refused bet is logged.
