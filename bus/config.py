@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 _ENDPOINT = re.compile(r"^(tcp://[^\s]+:(\d+|\*)|ipc://[^\s]+|inproc://[^\s]+)$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -29,7 +30,8 @@ class BusConfig(BaseModel):
     """Endpoints, journal, keys and limits of the roll bus.
 
     Unknown keys are an error (``extra="forbid"``), so a misspelt config key is named in the
-    ``pydantic.ValidationError`` rather than silently ignored.
+    ``pydantic.ValidationError`` rather than silently ignored. Values are strict (``"1000"`` or
+    ``1000.0`` is not an integer, ``0`` not a boolean); the paths are taken from strings.
 
     Attributes:
         pub_endpoint: ZeroMQ endpoint of the live XPUB socket (table binds, subscribers connect),
@@ -53,13 +55,13 @@ class BusConfig(BaseModel):
             subscriber in the allow-list (never unacknowledged ones). Default keeps everything.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     pub_endpoint: str = "tcp://127.0.0.1:5556"
     replay_endpoint: str = "tcp://127.0.0.1:5557"
-    journal_path: Path = Path("var/bus/journal.sqlite")
-    keys_dir: Path = Path("var/bus/keys")
-    authorized_dir: Path | None = None
+    journal_path: Annotated[Path, Strict(False)] = Path("var/bus/journal.sqlite")
+    keys_dir: Annotated[Path, Strict(False)] = Path("var/bus/keys")
+    authorized_dir: Annotated[Path, Strict(False)] | None = None
     table_id: str = "table-1"
     table_key: str = "table"
     subscriber_key: str = "settlement"

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import importlib
 import time
-from typing import Callable, Iterator
+from typing import Annotated, Callable, Iterator
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from camera.base import Frame, FrameError, check_image
 from camera.errors import CameraUnavailable
@@ -53,7 +53,7 @@ class PiCameraConfig(BaseModel):
         warmup_frames: frames discarded after start while the controls take effect.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     camera_num: int = Field(0, ge=0)
     width: int = Field(1280, ge=16)
@@ -61,7 +61,7 @@ class PiCameraConfig(BaseModel):
     fps: float = Field(60.0, gt=0, le=240)
     exposure_us: int = Field(4000, gt=0)
     analogue_gain: float = Field(2.0, ge=1.0, le=64.0)
-    colour_gains: tuple[float, float] = (1.8, 1.6)
+    colour_gains: Annotated[tuple[float, float], Strict(False)] = (1.8, 1.6)   # from a TOML array
     buffer_count: int = Field(4, ge=2)
     warmup_frames: int = Field(3, ge=0)
 

@@ -23,9 +23,9 @@ Sources other than the two cameras are imported only when chosen: ``replay`` fro
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from camera.base import FrameSource
 from camera.picamera2_source import PiCameraConfig
@@ -49,12 +49,12 @@ class CameraConfig(BaseModel):
             9 NYCRR 5324.52(a)(5), (f)(3)).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     source: Literal["picamera2", "usb", "replay", "sim"] = "sim"
     picamera2: PiCameraConfig = PiCameraConfig()
     usb: UsbCameraConfig = UsbCameraConfig()
-    replay_path: Path | None = None
+    replay_path: Annotated[Path, Strict(False)] | None = None   # strict, but from a TOML string
     replay_fps: float = Field(30.0, gt=0)
     sim_scenario: str = "natural"
     sim_seed: int = 0

@@ -61,7 +61,7 @@ class UsbCameraConfig(BaseModel):
         buffer_size: ``CAP_PROP_BUFFERSIZE``; 1 keeps the newest frame, not a stale queue.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     device: int | str = 0
     backend: Literal["v4l2", "any"] = "v4l2"

@@ -1,7 +1,9 @@
 """The table service's configuration (``config/table.toml``), validated at start with pydantic.
 
 Every section forbids unknown keys, so a misspelt key stops the service instead of being
-ignored. :func:`load_config` turns any problem into a :class:`ConfigError` whose message names
+ignored, and values are strict (pydantic strict mode): ``"8"`` or ``8.0`` is not an integer,
+``"yes"`` or ``0`` not a boolean, ``"0.5"`` not a number, while a TOML integer is taken for a
+float and paths and points come from TOML strings and arrays. :func:`load_config` turns any problem into a :class:`ConfigError` whose message names
 the file and the dotted key (``vision.still_frames: ...``); the command line exits with status 2.
 
 The documented example with every key is ``config/table.toml``; this module is the reference for
@@ -13,9 +15,9 @@ import re
 import tomllib
 from dataclasses import fields
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, create_model,
+from pydantic import (BaseModel, ConfigDict, Field, Strict, ValidationError, ValidationInfo, create_model,
                       field_validator, model_validator)
 
 from camera.sources import CameraConfig
@@ -33,11 +35,11 @@ except ImportError:  # pragma: no cover - only while bus/ is absent
     class BusConfig(BaseModel):  # type: ignore[no-redef]
         """Fallback bus settings (bus/ not installed): endpoints and table id only."""
 
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
         pub_endpoint: str = "tcp://127.0.0.1:5556"
         replay_endpoint: str = "tcp://127.0.0.1:5557"
-        journal_path: Path = Path("var/bus/journal.sqlite")
-        keys_dir: Path = Path("var/bus/keys")
+        journal_path: Annotated[Path, Strict(False)] = Path("var/bus/journal.sqlite")
+        keys_dir: Annotated[Path, Strict(False)] = Path("var/bus/keys")
         table_id: str = "table-1"
         heartbeat_s: float = Field(0.5, gt=0, le=60)
 
@@ -48,8 +50,20 @@ class ConfigError(ValueError):
     """A configuration that cannot be used. The message names the file and the dotted key."""
 
 
+#: A path given as a TOML string (strict mode alone would want a ``Path`` object).
+LaxPath = Annotated[Path, Strict(False)]
+#: A point ``[x, y]`` given as a TOML array (strict mode alone would want a tuple); the
+#: coordinates themselves stay strict (numbers, not strings or booleans).
+Point = Annotated[tuple[float, float], Strict(False)]
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Base of the sections: unknown keys are refused and values are strict (pydantic strict
+    mode): ``"8"`` or ``8.0`` is not an integer, ``"yes"`` or ``0`` is not a boolean,
+    ``"0.5"`` is not a number; a TOML integer is taken where a float is expected. Paths
+    (:data:`LaxPath`) and points (:data:`Point`) are taken from TOML strings and arrays."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class TableSection(_Section):
@@ -105,7 +119,7 @@ class VisionSection(_Section):
             ``"classical"``; figures of both in docs/vision.md.
     """
 
-    table_area: list[tuple[float, float]] = Field(default_factory=list)
+    table_area: list[Point] = Field(default_factory=list)
     die_side_px: float = Field(0.0, ge=0, le=2000)
     motion_threshold: int = Field(15, ge=1, le=255)
     motion_min_pixels: int = Field(0, ge=0, le=1_000_000)
@@ -128,7 +142,7 @@ class VisionSection(_Section):
 
     @field_validator("table_area")
     @classmethod
-    def _check_area(cls, v: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    def _check_area(cls, v: list[Point]) -> list[Point]:
         if v and len(v) < 3:
             raise ValueError(f"a polygon needs at least 3 points [x, y], got {len(v)}")
         return v
@@ -197,7 +211,7 @@ class RulesSection(_Section):
 
     profile: str = "ny-5324"
     actions: dict[str, str] = Field(default_factory=dict)
-    calibration: Path | None = None
+    calibration: LaxPath | None = None
     wall_sensor: bool = False
     track: bool = True
     far_wall_reach_mm: float | None = Field(default=None, gt=0.0, le=500.0)
@@ -267,7 +281,7 @@ class BoxpersonSection(_Section):
     timeout_s: float = Field(120.0, gt=0, le=3600)
     curve: bool = False          # before endpoint: its check reads it
     endpoint: str = ""
-    authorized_dir: Path = Path("var/boxperson/consoles")
+    authorized_dir: LaxPath = Path("var/boxperson/consoles")
 
     @field_validator("endpoint")
     @classmethod
@@ -339,7 +353,7 @@ class StateSection(_Section):
             relative paths are relative to the working directory).
     """
 
-    db: Path = Path("var/state/table.sqlite")
+    db: LaxPath = Path("var/state/table.sqlite")
 
 
 class LineBet(_Section):
@@ -383,12 +397,22 @@ class SettlementSection(_Section):
     """``[settlement]``: what the settlement subscriber of ``craps-table demo`` settles.
 
     Attributes:
-        profile: the settlement profile (pay tables) name, e.g. ``"ny-5324"``.
+        profile: the settlement profile (pay tables): a shipped name (``"ny-5324"``,
+            ``"nj-13-47"``, ``"ny-4620"``, ``"rules-002"``) or the path of a profile TOML file;
+            loaded and checked when the config is.
         players: the test players.
     """
 
     profile: str = "ny-5324"
     players: list[TestPlayer] = Field(default_factory=list)
+
+    @field_validator("profile")
+    @classmethod
+    def _check_profile(cls, v: str) -> str:
+        from settlement.profile import load_profile
+
+        load_profile(v)  # raises ProfileError (a ValueError) naming the file and the key
+        return v
 
 
 class TableConfig(_Section):

@@ -75,7 +75,7 @@ class HealthConfig(BaseModel):
         recover_after_s: a fault must be gone this long before it clears.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     frame_timeout_s: float = Field(0.5, gt=0, le=1.0)
     frozen_after_s: float | None = Field(0.5, gt=0, le=1.0)

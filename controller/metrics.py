@@ -51,7 +51,7 @@ class MetricsConfig(BaseModel):
         fps_window_s: window of the frames-per-second gauge, s.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     enabled: bool = True
     port: int = Field(9108, ge=0, le=65535)

@@ -93,7 +93,7 @@ class RoundsConfig(BaseModel):
             that make a "dice did not move" no roll.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     bets_open_s: float = Field(10.0, ge=0, le=3600)
     min_round_s: float = Field(72.0, ge=0, le=86400)

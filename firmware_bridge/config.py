@@ -28,7 +28,7 @@ class BridgeConfig(BaseModel):
     Raises ``pydantic.ValidationError`` naming the offending field on a bad value or key.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     port: str = Field(min_length=1, description="serial device path, e.g. /dev/serial/by-id/usb-...-if00")
     baud: int = Field(115200, gt=0, description="UART baud rate (ignored by USB CDC and pseudo-terminals)")

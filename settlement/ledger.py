@@ -64,15 +64,23 @@ class Session:
         path: SQLite file (created if missing) or ":memory:".
 
     Raises:
-        ValueError: the file was written under a different profile.
+        ValueError: the file was written under a different profile, or cannot be used as a
+            ledger (not an SQLite database, a missing directory, no permission: the message
+            is ``ledger PATH: <sqlite error>``).
     """
 
     def __init__(self, prof, path: str | Path = ":memory:"):
         self.prof = prof
-        self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL") if str(path) != ":memory:" else None
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(_SCHEMA)
+        self.db = None
+        try:
+            self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL") if str(path) != ":memory:" else None
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:  # not a database, a missing directory, no permission...
+            if self.db is not None:
+                self.db.close()
+            raise ValueError(f"ledger {path}: {exc}") from None
         row = self.db.execute("SELECT value FROM meta WHERE key='profile'").fetchone()
         if row is None:
             self.db.execute("INSERT INTO meta VALUES('profile', ?)", (prof.name,))

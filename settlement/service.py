@@ -18,7 +18,9 @@ in sequence order:
   (9 NYCRR 5324.52(k): a no roll decides nothing).
 
 The test players make line bets (issue 3 item 5): each is ``{"name": "p1", "bet": "pass" |
-"dont_pass" | "come" | "dont_come", "amount": cents, "odds": multiple}``; before every roll
+"dont_pass" | "come" | "dont_come", "amount": cents, "odds": multiple}`` (:class:`PlayerEntry`:
+integers, amount > 0, odds 0..100, no other key; checked when the players are loaded, so a wrong
+``--players`` file stops the command with exit status 2 before anything starts); before every roll
 a player without a flat bet makes one when the rules allow it (pass/don't pass on the
 come-out, come/don't come after it), and takes or lays ``odds`` x amount behind each flat
 bet that has a point (capped by the profile's odds limit). A refused bet is logged.
@@ -41,13 +43,16 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .engine import Rejected
 from .ledger import Session
 from .profile import ProfileError, load_profile
 
-__all__ = ["run_settlement_service", "DEFAULT_PLAYERS", "add_arguments", "run", "LineBettor"]
+__all__ = ["run_settlement_service", "DEFAULT_PLAYERS", "add_arguments", "run", "LineBettor",
+           "PlayerEntry", "ConfigPlayer", "ConfigLineBet", "normalize_players", "load_players"]
 
 DEFAULT_PLAYERS = [
     {"name": "p1", "bet": "pass", "amount": 1000, "odds": 2},
@@ -61,40 +66,153 @@ def _money(c: int) -> str:
     return ("-" if c < 0 else "") + f"${abs(c) // 100}.{abs(c) % 100:02d}"
 
 
-def normalize_players(players) -> list[dict]:
-    """Test players as ``{"name", "bet", "amount", "odds"}`` dicts. Also accepts the table
-    config's form (controller ``[settlement.players]``): ``{"name", "bets": [{"bet": "dont-pass",
-    "amount_cents": 1000, "odds_multiple": 2}, ...]}``, as dicts or pydantic models."""
+#: The flat bets a test player can make (issue 3 item 5).
+LINE_BETS = ("pass", "dont_pass", "come", "dont_come")
+
+
+def _underscored(v):
+    """``"dont-pass"`` -> ``"dont_pass"`` (other values unchanged, for pydantic to refuse)."""
+    return v.replace("-", "_") if isinstance(v, str) else v
+
+
+class PlayerEntry(BaseModel):
+    """One test player in the service's own form (a ``--players`` file entry).
+
+    Attributes:
+        name: the player id (a non-empty string).
+        bet: ``"pass"``, ``"dont_pass"``, ``"come"`` or ``"dont_come"`` (``-`` is taken for ``_``).
+        amount: the flat bet, integer cents (> 0; not a boolean, not a string).
+        odds: odds taken or laid as a multiple of the flat bet, an integer 0..100 (0: none);
+            capped by the profile's odds limit when placed.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: str = Field(min_length=1)
+    bet: Literal["pass", "dont_pass", "come", "dont_come"]
+    amount: int = Field(gt=0)
+    odds: int = Field(0, ge=0, le=100)
+
+    @field_validator("bet", mode="before")
+    @classmethod
+    def _underscore_bet(cls, v):
+        return _underscored(v)
+
+
+class ConfigLineBet(BaseModel):
+    """One line bet of a player in the table config's form (``[settlement.players]`` ``bets``).
+
+    Attributes:
+        bet: ``"pass"``, ``"dont-pass"``, ``"come"`` or ``"dont-come"`` (``_`` is taken too).
+        amount_cents: the flat bet, integer cents (> 0).
+        odds_multiple: odds as a multiple of the flat bet, an integer 0..100 (0: none).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    bet: Literal["pass", "dont_pass", "come", "dont_come"]
+    amount_cents: int = Field(gt=0)
+    odds_multiple: int = Field(0, ge=0, le=100)
+
+    @field_validator("bet", mode="before")
+    @classmethod
+    def _underscore_bet(cls, v):
+        return _underscored(v)
+
+
+class ConfigPlayer(BaseModel):
+    """A test player in the table config's form: ``{"name", "bankroll_cents", "bets": [...]}``.
+
+    Attributes:
+        name: the player id (a non-empty string).
+        bankroll_cents: the starting bankroll, integer cents (>= 0; not used by the strategy).
+        bets: the player's standing line bets (:class:`ConfigLineBet`).
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    name: str = Field(min_length=1)
+    bankroll_cents: int = Field(100_000, ge=0)
+    bets: list[ConfigLineBet]
+
+
+def _entry_error(where: str, index: int, entry, exc: ValidationError) -> ValueError:
+    who = f"player {index}" + (f" ({entry['name']!r})" if isinstance(entry, dict)
+                                and isinstance(entry.get("name"), str) else "")
+    msgs = []
+    for err in exc.errors():
+        key = ".".join(str(x) for x in err.get("loc", ())) or "(entry)"
+        msg = "unknown key" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
+        got = "" if err.get("type") in ("missing", "extra_forbidden") else f" (got {err.get('input')!r})"
+        msgs.append(f"{key}: {msg}{got}")
+    return ValueError(f"{where}: {who}: " + "; ".join(msgs))
+
+
+def normalize_players(players, where: str = "players") -> list[dict]:
+    """Validate test players and return them as ``{"name", "bet", "amount", "odds"}`` dicts.
+
+    Each entry is either the service's own form (:class:`PlayerEntry`) or the table config's
+    form (controller ``[settlement.players]``, :class:`ConfigPlayer`): ``{"name", "bets":
+    [{"bet": "dont-pass", "amount_cents": 1000, "odds_multiple": 2}, ...]}``, as a dict or a
+    pydantic model. Unknown keys, wrong types (``"2"``, ``2.0``, ``true`` for an integer),
+    ``amount <= 0``, odds outside 0..100 and unknown bets are refused.
+
+    Args:
+        players: a list of entries.
+        where: names the source in messages (the players file).
+
+    Raises:
+        ValueError: naming ``where``, the entry's index (and name) and the wrong field.
+    """
+    if not isinstance(players, (list, tuple)):
+        raise ValueError(f"{where}: must be a list of players, not {type(players).__name__}")
     out = []
-    for p in players:
+    for i, p in enumerate(players):
         if hasattr(p, "model_dump"):
             p = p.model_dump()
         if not isinstance(p, dict):
-            raise ValueError(f"a player must be a mapping, not {p!r}")
-        if "bets" in p:
-            for b in p["bets"]:
-                b = b.model_dump() if hasattr(b, "model_dump") else dict(b)
-                out.append({"name": p.get("name"), "bet": str(b.get("bet", "")).replace("-", "_"),
-                            "amount": b.get("amount_cents", b.get("amount")),
-                            "odds": b.get("odds_multiple", b.get("odds", 0))})
-        else:
-            out.append({**p, "bet": str(p.get("bet", "")).replace("-", "_")})
+            raise ValueError(f"{where}: player {i}: must be a mapping, not {p!r}")
+        try:
+            if "bets" in p:
+                cp = ConfigPlayer.model_validate(p)
+                out.extend({"name": cp.name, "bet": b.bet, "amount": b.amount_cents, "odds": b.odds_multiple}
+                           for b in cp.bets)
+            else:
+                out.append(PlayerEntry.model_validate(p).model_dump())
+        except ValidationError as exc:
+            raise _entry_error(where, i, p, exc) from None
     return out
 
 
+def load_players(path: str | Path) -> list[dict]:
+    """Read and validate a ``--players`` JSON file (a list of players, see
+    :func:`normalize_players`).
+
+    Raises:
+        ValueError: unreadable file, not JSON (with line and column), not a list, or a wrong
+            entry; the message names the file (and the entry and field).
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the players file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON: {exc}") from None
+    return normalize_players(data, str(path))
+
+
 class LineBettor:
-    """The test players' line-bet strategy (see module docstring). Pure decisions over a Table."""
+    """The test players' line-bet strategy (see module docstring). Pure decisions over a Table.
+
+    Raises:
+        ValueError: a wrong player entry (:func:`normalize_players`).
+    """
 
     def __init__(self, players):
-        players = normalize_players(players)
-        for p in players:
-            if p.get("bet") not in ("pass", "dont_pass", "come", "dont_come"):
-                raise ValueError(f"player {p.get('name')!r}: 'bet' must be pass, dont_pass, come or dont_come")
-            if not isinstance(p.get("amount"), int) or p["amount"] <= 0:
-                raise ValueError(f"player {p.get('name')!r}: 'amount' must be positive cents")
-            if not isinstance(p.get("name"), str) or not p["name"]:
-                raise ValueError(f"player config needs a 'name': {p!r}")
-        self.players = players
+        self.players = normalize_players(players)
 
     def requests(self, table) -> list[dict]:
         """The bets to make now."""
@@ -303,8 +421,8 @@ def run(command: str, args: argparse.Namespace) -> int:
     from bus.config import BusConfig
     try:
         prof = load_profile(args.profile)
-        players = json.loads(args.players.read_text()) if args.players else DEFAULT_PLAYERS
-        LineBettor(players)
+        players = load_players(args.players) if args.players else DEFAULT_PLAYERS
+        Session(prof, args.ledger).close()   # a ledger that is not usable (or of another profile): exit 2 now
         cfg = BusConfig.local(args.bus_dir)
     except (ProfileError, ValueError, OSError) as exc:
         print(f"craps-table settle-service: {exc}", file=sys.stderr)

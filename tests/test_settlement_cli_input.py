@@ -92,3 +92,22 @@ def test_seq_below_a_resumed_ledger_exits_2_before_printing(tmp_path, capsys):
     # a repeated seq (already applied) is idempotent, not an error
     rep = _write(tmp_path / "c.jsonl", [{"type": "roll", "dice": [3, 4], "seq": 10}])
     assert main(["settle", "--profile", "ny-5324", "--ledger", str(ledger), str(rep)]) == 0
+
+
+def test_a_ledger_that_is_not_a_database_exits_2_naming_it(tmp_path, capsys):
+    scen = _write(tmp_path / "s.jsonl", [{"type": "roll", "dice": [3, 4]}])
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(bytes(range(256)) * 16)
+    assert main(["settle", "--profile", "ny-5324", "--ledger", str(bad), str(scen)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert f"craps-table settle: ledger {bad}: file is not a database" in cap.err
+
+
+def test_a_ledger_in_a_missing_directory_exits_2_naming_it(tmp_path, capsys):
+    scen = _write(tmp_path / "s.jsonl", [{"type": "roll", "dice": [3, 4]}])
+    path = tmp_path / "missing" / "ledger.sqlite"
+    assert main(["settle", "--profile", "ny-5324", "--ledger", str(path), str(scen)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert f"craps-table settle: ledger {path}: unable to open database file" in cap.err

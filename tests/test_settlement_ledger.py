@@ -116,3 +116,19 @@ def test_profile_errors_name_the_key():
         profile_from_dict("x", bad)
     with pytest.raises(ProfileError, match="not found"):
         load_profile("no-such-profile")
+
+
+def test_a_file_that_is_not_a_database_is_a_value_error_naming_the_ledger(prof, tmp_path):
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(bytes(range(256)) * 16)
+    with pytest.raises(ValueError) as info:
+        Session(prof, bad)
+    assert str(info.value) == f"ledger {bad}: file is not a database"
+
+
+def test_a_ledger_in_a_missing_directory_is_a_value_error_naming_the_ledger(prof, tmp_path):
+    path = tmp_path / "no" / "such" / "ledger.sqlite"
+    with pytest.raises(ValueError) as info:
+        Session(prof, path)
+    assert str(info.value) == f"ledger {path}: unable to open database file"
+    assert not (tmp_path / "no").exists()

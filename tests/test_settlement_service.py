@@ -231,3 +231,98 @@ def test_restart_after_the_table_pruned_acked_envelopes_that_settled_nothing(tmp
         assert not t.is_alive()
         assert not any("gap_lost" in x or "no longer holds" in x for x in lines2), lines2
         assert any(x.startswith("settle seq=4") for x in lines2), lines2
+
+
+# ---- the test players and the ledger are checked before anything starts -------------------
+
+def _players_file(tmp_path: Path, players) -> Path:
+    import json
+
+    f = tmp_path / "players.json"
+    f.write_text(json.dumps(players))
+    return f
+
+
+@pytest.mark.parametrize("entry, fragment", [
+    ({"name": "p1", "bet": "pass", "amount": 1000, "odds": "2"}, "player 0 ('p1'): odds: Input should be a valid integer (got '2')"),
+    ({"name": "p1", "bet": "pass", "amount": 1000, "odds": "abc"}, "player 0 ('p1'): odds: Input should be a valid integer (got 'abc')"),
+    ({"name": "p1", "bet": "pass", "amount": 1000, "odd": 2}, "player 0 ('p1'): odd: unknown key"),
+    ({"name": "p1", "bet": "pass", "amount": 1000, "odds": -2}, "player 0 ('p1'): odds: Input should be greater than or equal to 0 (got -2)"),
+    ({"name": "p1", "bet": "pass", "amount": 1000, "odds": 101}, "player 0 ('p1'): odds: Input should be less than or equal to 100 (got 101)"),
+    ({"name": "p1", "bet": "pass", "amount": True}, "player 0 ('p1'): amount: Input should be a valid integer (got True)"),
+    ({"name": "p1", "bet": "pass", "amount": 10.0}, "player 0 ('p1'): amount: Input should be a valid integer (got 10.0)"),
+    ({"name": "p1", "bet": "pass", "amount": 0}, "player 0 ('p1'): amount: Input should be greater than 0 (got 0)"),
+    ({"name": "p1", "bet": "place", "amount": 500}, "player 0 ('p1'): bet: Input should be 'pass', 'dont_pass', 'come' or 'dont_come' (got 'place')"),
+    ({"name": "p1", "bets": [5]}, "player 0 ('p1'): bets.0: Input should be a valid dictionary"),
+    ({"name": "p1", "bets": [{"bet": "pass", "amount_cents": 1000, "odds_multiple": "2"}]},
+     "player 0 ('p1'): bets.0.odds_multiple: Input should be a valid integer (got '2')"),
+])
+def test_a_wrong_player_entry_is_refused_naming_the_entry_and_field(entry, fragment):
+    from settlement.service import LineBettor
+
+    with pytest.raises(ValueError) as info:
+        LineBettor([entry])
+    assert str(info.value).startswith(f"players: {fragment}")
+
+
+def test_the_second_entry_is_named_by_its_index():
+    from settlement.service import normalize_players
+
+    with pytest.raises(ValueError) as info:
+        normalize_players([{"name": "a", "bet": "pass", "amount": 500},
+                           {"name": "b", "bet": "come", "amount": "500"}], "f.json")
+    assert str(info.value) == "f.json: player 1 ('b'): amount: Input should be a valid integer (got '500')"
+
+
+def test_both_player_forms_still_normalize():
+    from settlement.service import DEFAULT_PLAYERS, normalize_players
+
+    assert normalize_players(DEFAULT_PLAYERS) == DEFAULT_PLAYERS
+    assert normalize_players([{"name": "q", "bet": "dont-pass", "amount": 500},
+                              {"name": "r", "bankroll_cents": 5000,
+                               "bets": [{"bet": "dont-come", "amount_cents": 1000, "odds_multiple": 2},
+                                        {"bet": "pass", "amount_cents": 300}]}]) == [
+        {"name": "q", "bet": "dont_pass", "amount": 500, "odds": 0},
+        {"name": "r", "bet": "dont_come", "amount": 1000, "odds": 2},
+        {"name": "r", "bet": "pass", "amount": 300, "odds": 0}]
+
+
+def test_settle_service_refuses_a_wrong_players_file_with_exit_2_before_starting(tmp_path: Path, capsys):
+    from controller.cli import main
+
+    f = _players_file(tmp_path, [{"name": "p1", "bet": "pass", "amount": 1000, "odds": "2"}])
+    ledger, bus_dir = tmp_path / "ledger.sqlite", tmp_path / "bus"
+    assert main(["settle-service", "--bus-dir", str(bus_dir), "--ledger", str(ledger), "--players", str(f),
+                 "--max-rolls", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"craps-table settle-service: {f}: player 0 ('p1'): odds: Input should be a valid integer (got '2')" in err
+    assert "waiting for rolls" not in err
+    assert not ledger.exists() and not bus_dir.exists()
+
+
+def test_settle_service_names_a_players_file_that_is_not_json(tmp_path: Path, capsys):
+    from controller.cli import main
+
+    f = tmp_path / "players.json"
+    f.write_text('[{"name": "p1",')
+    assert main(["settle-service", "--bus-dir", str(tmp_path / "bus"), "--ledger", str(tmp_path / "l.sqlite"),
+                 "--players", str(f), "--max-rolls", "0"]) == 2
+    assert f"craps-table settle-service: {f}: not valid JSON: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["not-a-database", "missing-directory"])
+def test_settle_service_refuses_an_unusable_ledger_with_exit_2(tmp_path: Path, capsys, kind):
+    from controller.cli import main
+
+    if kind == "not-a-database":
+        ledger = tmp_path / "bad.sqlite"
+        ledger.write_bytes(bytes(range(256)) * 16)
+        why = "file is not a database"
+    else:
+        ledger = tmp_path / "missing" / "ledger.sqlite"
+        why = "unable to open database file"
+    bus_dir = tmp_path / "bus"
+    assert main(["settle-service", "--bus-dir", str(bus_dir), "--ledger", str(ledger), "--max-rolls", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"craps-table settle-service: ledger {ledger}: {why}" in err
+    assert "waiting for rolls" not in err and not bus_dir.exists()
