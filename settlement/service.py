@@ -16,6 +16,10 @@ in sequence order:
   13:69F-1.11(b)), applied once per ``seq``.
 * anything else (no roll, boxperson call, other state, alarm): acknowledged, nothing settled
   (9 NYCRR 5324.52(k): a no roll decides nothing).
+* a roll or state message settlement cannot apply (dice that are not two faces 1..6, a
+  ``game`` that is not an object: a defect of the table, signed by it): the service stops
+  there without acknowledging it (:class:`RollMessageError`, exit status 1), rather than skip
+  a roll whose wagers would then never be settled.
 
 The test players make line bets (issue 3 item 5): each is ``{"name": "p1", "bet": "pass" |
 "dont_pass" | "come" | "dont_come", "amount": cents, "odds": multiple}`` (:class:`PlayerEntry`:
@@ -274,7 +278,10 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
         the number of rolls settled.
 
     Raises:
-        ProfileError: bad profile; ValueError: bad players; bus errors from the subscriber.
+        ProfileError: bad profile; ValueError: bad players; bus errors from the subscriber
+            (``bus.subscriber.BusError``); :class:`RollMessageError`: a message of the table
+            settlement cannot apply, left unacknowledged (the restarted service meets it again
+            until the table is fixed: no roll is skipped).
     """
     from bus.subscriber import RollSubscriber
 
@@ -302,6 +309,37 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
     return settled
 
 
+class RollMessageError(ValueError):
+    """A message signed by the table that settlement cannot apply (a roll whose dice are not two
+    faces 1..6, a ``game`` that is not an object, ...): a defect of the table. Settlement stops
+    at it, unacknowledged, rather than skip it (a skipped roll is a roll whose wagers are never
+    settled); the table keeps it, and a fixed table or settlement takes it up on restart."""
+
+
+def _message_problem(env: dict) -> str | None:
+    """What makes a roll or state message unusable to settlement, or ``None``
+    (docs/messages.md: ``body`` an object; a roll's ``dice`` two integers 1..6 and its
+    ``game`` an object with an integer or null ``shooter`` and ``point``)."""
+    body = env.get("body")
+    if body is None:
+        return None
+    if not isinstance(body, dict):
+        return f"body is {type(body).__name__}, not an object"
+    game = body.get("game")
+    if game is not None and not isinstance(game, dict):
+        return f"game is {type(game).__name__}, not an object"
+    for key in ("shooter", "point"):
+        v = (game or {}).get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            return f"game.{key} is {v!r}, not an integer"
+    if env.get("topic") == "roll" and body.get("verdict") == "roll" and body.get("dice") is not None:
+        dice = body["dice"]
+        if not isinstance(dice, list) or len(dice) != 2 or any(
+                isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 6 for d in dice):
+            return f"dice {dice!r} are not two faces 1..6"
+    return None
+
+
 class EnvelopeApplier:
     """Applies bus envelopes to a ledger session (the service's logic, without the bus).
 
@@ -323,8 +361,18 @@ class EnvelopeApplier:
         _bet(self.sess, self.bettor, self.on_line)
 
     def apply(self, env: dict) -> int:
+        """Apply one envelope; returns 1 if it settled a roll now, else 0.
+
+        Raises:
+            RollMessageError: a roll or state message settlement cannot apply (nothing changed:
+                the caller must not acknowledge it).
+        """
         sess, on_line = self.sess, self.on_line
         seq = env["seq"]
+        problem = _message_problem(env) if env.get("topic") in ("roll", "state") else None
+        if problem is not None:
+            raise RollMessageError(f"seq {seq} ({env.get('topic')}): {problem}: the table's message cannot be "
+                                   "settled; settlement stops here without acknowledging it (nothing skipped)")
         body = env.get("body") or {}
         if env.get("topic") == "round":
             self.rounds.observe(env)
@@ -365,9 +413,8 @@ class EnvelopeApplier:
         deciding = sess.table.state.decide_only
         try:
             out, applied = sess.roll(dice, seq)
-        except ValueError as exc:
-            on_line(f"roll seq={seq} refused: {exc}")
-            return 0
+        except ValueError as exc:    # a seq below the last applied one that was never applied
+            raise RollMessageError(f"seq {seq}: {exc}; settlement stops here without acknowledging it") from None
         if not applied:
             return 0
         outcome = _outcome(sess)
@@ -432,6 +479,11 @@ def run(command: str, args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     print(f"craps-table settle-service: profile {prof.name}, bus {cfg.pub_endpoint}, ledger {args.ledger}: "
           f"waiting for rolls", file=sys.stderr, flush=True)
-    run_settlement_service(cfg, prof, players, args.ledger, stop, on_line=lambda s: print(s, flush=True),
-                           max_rolls=args.max_rolls)
+    from bus.subscriber import BusError
+    try:
+        run_settlement_service(cfg, prof, players, args.ledger, stop, on_line=lambda s: print(s, flush=True),
+                               max_rolls=args.max_rolls)
+    except (RollMessageError, BusError) as exc:   # needs an operator: said, not a traceback
+        print(f"craps-table settle-service: stopped: {exc}", file=sys.stderr)
+        return 1
     return 0

@@ -1,6 +1,7 @@
 """Settlement service: settles line bets from the roll bus, acks after applying, idempotent on restart."""
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -196,6 +197,36 @@ def test_applier_tells_the_crew_when_settlement_ends_the_decide_only_rolls_itsel
     ap2.apply(state(4, True))
     assert ap2.apply(env(5, body(3, 4))) == 1 and not sess2.table.state.decide_only
     assert not any(x.startswith("no come or don't come wager remains") for x in lines2), lines2
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"game": "x"}, "game is str, not an object"),
+    ({"dice": [7, 1]}, "dice [7, 1] are not two faces 1..6"),
+    ({"dice": [3]}, "dice [3] are not two faces 1..6"),
+    ({"dice": [True, 2]}, "dice [True, 2] are not two faces 1..6"),
+])
+def test_a_roll_settlement_cannot_apply_stops_it_unacknowledged(change, says):
+    """A roll signed by the table whose body settlement cannot use (a table defect) raised
+    AttributeError (a crash at every restart) or was "refused" in a line and then acknowledged:
+    a roll never settled. Now it raises RollMessageError naming the seq and what is wrong, and
+    nothing is recorded: the restarted service meets it again."""
+    from settlement.ledger import Session
+    from settlement.profile import load_profile
+    from settlement.service import EnvelopeApplier, LineBettor, RollMessageError
+
+    sess = Session(load_profile("ny-5324"))
+    ap = EnvelopeApplier(sess, LineBettor([]), lambda s: None)
+    sess.place({"player": "p", "bet": "pass", "amount": 500})
+    assert ap.apply({"seq": 1, "topic": "roll", "body": body(2, 2, point=4)}) == 1
+    bad = {**body(3, 4), **change}
+    with pytest.raises(RollMessageError, match=r"seq 2 \(roll\): " + re.escape(says)):
+        ap.apply({"seq": 2, "topic": "roll", "body": bad})
+    assert sess.last_bus_seq == 1 and sess.table.state.point == 4
+    assert [w.kind for w in sess.table.wagers] == ["pass"]
+    # a state message too
+    with pytest.raises(RollMessageError, match="game is list"):
+        ap.apply({"seq": 2, "topic": "state", "body": {"event": "new-shooter", "game": []}})
+    assert sess.table.state.shooter == 1
 
 
 def test_restart_after_the_table_pruned_acked_envelopes_that_settled_nothing(tmp_path: Path):
