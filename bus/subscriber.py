@@ -341,8 +341,20 @@ class RollSubscriber:
             self._put(journal_id=self.journal_id)
             log.info("bus: following journal %s of table %s", self.journal_id, self.cfg.table_id)
         elif env["journal_id"] != self.journal_id:
+            ts = _parse_ts(env.get("ts"))
+            if ts is not None and self._seen_ts is not None and ts > self._seen_ts:
+                # signed by the table, newer than every message of the journal followed: the
+                # table now writes another journal, whose seq 1.. would never be delivered here
+                msg = (f"table {self.cfg.table_id} now writes journal {env['journal_id']}, not journal "
+                       f"{self.journal_id} this subscriber follows (was the table's journal replaced?); its "
+                       f"messages cannot be delivered in order after seq {self._acked} of the old one")
+                log.critical("bus: %s", msg)
+                if self._on_alarm is not None:
+                    self._on_alarm("journal_replaced", {"journal_id": env["journal_id"], "following": self.journal_id})
+                raise BusError(msg)
+            # an old genuine message of another journal sent again: dropped
             self._reject("foreign_journal", f"{source}: journal {env['journal_id']} is not {self.journal_id} "
-                                            "(was the table's journal replaced?)")
+                                            "(an old message of another journal?)")
             return None
         return env
 

@@ -277,12 +277,24 @@ def test_forged_signature_unknown_table_and_foreign_journal_rejected(cfg: BusCon
         with RollSubscriber(other, tmp_path / "s2.sqlite") as sub:
             assert _drain(sub, 1, timeout_s=1.0) == []
             assert sub.rejections.get("unknown_table", 0) >= 1
-    # the table's journal replaced (new journal id): refused
+    # an old genuine message of another journal (older than every message seen): dropped
+    from bus.subscriber import BusError
+
+    signer = load_signing_key(key_files(cfg.keys_dir, "table").sign_secret)
+    old_wire = envmod.seal(signer, journal_id="0" * 32, seq=1, table_id=cfg.table_id, topic="roll",
+                           body={"n": 0}, ts="2020-01-01T00:00:00+00:00")[1]
+    with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+        assert sub._accept(old_wire, "live") is None
+        assert sub.rejections.get("foreign_journal", 0) == 1
+    # the table's journal replaced (new journal id, newer messages): the subscriber stops,
+    # journal_replaced (before: every message rejected as foreign, receive() None forever)
+    alarms.clear()
     with RollPublisher(cfg.model_copy(update={"journal_path": tmp_path / "new.sqlite"})) as pub:
         pub.publish("roll", {"n": 3})
-        with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
-            assert _drain(sub, 1, timeout_s=1.0) == []
-            assert sub.rejections.get("foreign_journal", 0) >= 1
+        with RollSubscriber(cfg, tmp_path / "s.sqlite", on_alarm=lambda c, d: alarms.append((c, d))) as sub:
+            with pytest.raises(BusError, match="now writes journal"):
+                _drain(sub, 1, timeout_s=2.0)
+    assert [c for c, _ in alarms] == ["journal_replaced"]
 
 
 def test_gap_seen_from_heartbeat_is_replayed(cfg: BusConfig, tmp_path: Path):
