@@ -303,6 +303,17 @@ class RollSubscriber:
         self._req_at = time.monotonic()
         self.stats["replay_requests"] += 1
 
+    def _stopped(self, code: str, details: dict, msg: str) -> BusError:
+        """Log ``msg`` (CRITICAL), raise the ``code`` alarm and return the :class:`BusError` to
+        raise: the subscriber cannot deliver in order and needs an operator."""
+        log.critical("bus: %s", msg)
+        if self._on_alarm is not None:
+            try:
+                self._on_alarm(code, details)
+            except Exception:
+                log.exception("bus alarm callback failed")
+        return BusError(msg)
+
     def _reject(self, reason: str, detail: str) -> None:
         self.stats["rejected"] += 1
         self.rejections[reason] = self.rejections.get(reason, 0) + 1
@@ -348,10 +359,8 @@ class RollSubscriber:
                 msg = (f"table {self.cfg.table_id} now writes journal {env['journal_id']}, not journal "
                        f"{self.journal_id} this subscriber follows (was the table's journal replaced?); its "
                        f"messages cannot be delivered in order after seq {self._acked} of the old one")
-                log.critical("bus: %s", msg)
-                if self._on_alarm is not None:
-                    self._on_alarm("journal_replaced", {"journal_id": env["journal_id"], "following": self.journal_id})
-                raise BusError(msg)
+                raise self._stopped("journal_replaced",
+                                    {"journal_id": env["journal_id"], "following": self.journal_id}, msg)
             # an old genuine message of another journal sent again: dropped
             self._reject("foreign_journal", f"{source}: journal {env['journal_id']} is not {self.journal_id} "
                                             "(an old message of another journal?)")
@@ -369,10 +378,7 @@ class RollSubscriber:
                 msg = (f"table {self.cfg.table_id}'s journal {env.get('journal_id')} went back: a new {env['topic']} "
                        f"message has seq {seq}, below seq {self._live_floor} already seen or applied (was the "
                        f"journal restored from an older copy?); its new rolls would reuse sequence numbers")
-                log.critical("bus: %s", msg)
-                if self._on_alarm is not None:
-                    self._on_alarm("journal_rollback", {"seq": seq, "seen": self._live_floor})
-                raise BusError(msg)
+                raise self._stopped("journal_rollback", {"seq": seq, "seen": self._live_floor}, msg)
             self._live_floor = max(self._live_floor, seq)
         if self._check is not None and source == "replay" and seq == self._check[0] \
                 and env["topic"] != envmod.HEARTBEAT:
@@ -380,10 +386,7 @@ class RollSubscriber:
                 msg = (f"table {self.cfg.table_id}'s journal {env.get('journal_id')} holds another message at "
                        f"seq {seq} than the one this subscriber applied (was the journal restored from an older "
                        f"copy while this subscriber was away?); its new rolls reuse sequence numbers")
-                log.critical("bus: %s", msg)
-                if self._on_alarm is not None:
-                    self._on_alarm("journal_rollback", {"seq": seq, "seen": self._acked})
-                raise BusError(msg)
+                raise self._stopped("journal_rollback", {"seq": seq, "seen": self._acked}, msg)
             self._check = None
         if env["topic"] == envmod.HEARTBEAT:
             self.stats["heartbeats"] += 1
@@ -532,7 +535,4 @@ class RollSubscriber:
             if start <= missing < first:
                 msg = (f"table {self.cfg.table_id} no longer holds seq {missing}..{first - 1} "
                        f"(its journal starts at {first})")
-                log.critical("bus: %s", msg)
-                if self._on_alarm is not None:
-                    self._on_alarm("gap_lost", {"from": missing, "first": first})
-                raise BusError(msg)
+                raise self._stopped("gap_lost", {"from": missing, "first": first}, msg)

@@ -82,24 +82,14 @@ def _camera_config(args: argparse.Namespace):
     from camera.sources import CameraConfig, parse_source_spec
     base = CameraConfig()
     if args.camera_config is not None:
-        import tomllib
         from pydantic import ValidationError
+
+        from camera.calibration import read_toml
         where = f"--camera-config {args.camera_config}"
         try:
-            with open(args.camera_config, "rb") as f:
-                data = tomllib.load(f).get("camera", {})
-            base = CameraConfig.model_validate(data)
-        except FileNotFoundError:
-            raise ValueError(f"{where}: no such file") from None
-        except IsADirectoryError:
-            raise ValueError(f"{where}: is a directory, not a TOML file") from None
-        except OSError as exc:
-            raise ValueError(f"{where}: cannot be read: {exc.strerror or exc}") from None
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{where}: not a UTF-8 TOML text file (byte {exc.start}: "
-                             f"{exc.object[exc.start:exc.start + 1]!r})") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{where}: not valid TOML: {exc}") from None
+            base = CameraConfig.model_validate(read_toml(args.camera_config).get("camera", {}))
+        except CalibrationError as exc:   # names the file: no such file, a directory, not UTF-8, not TOML
+            raise ValueError(f"--camera-config {exc}") from None
         except ValidationError as exc:
             problems = "; ".join(f"camera.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             raise ValueError(f"{where}: {problems}") from None

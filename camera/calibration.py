@@ -581,7 +581,7 @@ def calibrate(image: np.ndarray | Sequence[np.ndarray], layout: LayoutConfig,
 
 # -- files -----------------------------------------------------------------------------------
 
-def _read_toml(path: Path) -> dict:
+def read_toml(path: Path) -> dict:
     """The TOML file ``path`` as a dict; every way it can be unreadable is a CalibrationError
     naming ``path``: no such file, a directory, unreadable (permissions), not UTF-8 text (e.g.
     an image passed by mistake), not valid TOML."""
@@ -602,7 +602,7 @@ def _read_toml(path: Path) -> dict:
 
 
 def _parse(path: Path) -> CalibrationFile:
-    data = _read_toml(path)
+    data = read_toml(path)
     try:
         return CalibrationFile.model_validate(data)
     except ValidationError as exc:

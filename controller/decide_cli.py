@@ -26,30 +26,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
 from controller.boxperson import CurveClientKeys, send_command
 from controller.reasons import STAFF_CALL_REASONS
+from vision.cli import positive_float
 
 
 def positive_seconds(text: str) -> float:
-    """argparse ``type`` for ``--timeout``: a finite number of seconds > 0; a bad value is
-    reported by argparse naming the option, exit status 2.
+    """argparse ``type`` for ``--timeout``: a finite number of seconds > 0
+    (:func:`vision.cli.positive_float`).
 
     Raises:
         argparse.ArgumentTypeError: not a number, not finite (nan, inf), or <= 0.
     """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, got {text!r}")
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-    return value
+    return positive_float(text, "seconds")
 
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:

@@ -79,7 +79,21 @@ def _underscored(v):
     return v.replace("-", "_") if isinstance(v, str) else v
 
 
-class PlayerEntry(BaseModel):
+class _LineBetFields(BaseModel):
+    """What the two forms of a test player's line bet share: strict, no unknown keys, and
+    ``bet`` one of :data:`LINE_BETS` (``-`` taken for ``_``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    bet: Literal["pass", "dont_pass", "come", "dont_come"]
+
+    @field_validator("bet", mode="before")
+    @classmethod
+    def _underscore_bet(cls, v):
+        return _underscored(v)
+
+
+class PlayerEntry(_LineBetFields):
     """One test player in the service's own form (a ``--players`` file entry).
 
     Attributes:
@@ -90,20 +104,12 @@ class PlayerEntry(BaseModel):
             capped by the profile's odds limit when placed.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
     name: str = Field(min_length=1)
-    bet: Literal["pass", "dont_pass", "come", "dont_come"]
     amount: int = Field(gt=0)
     odds: int = Field(0, ge=0, le=100)
 
-    @field_validator("bet", mode="before")
-    @classmethod
-    def _underscore_bet(cls, v):
-        return _underscored(v)
 
-
-class ConfigLineBet(BaseModel):
+class ConfigLineBet(_LineBetFields):
     """One line bet of a player in the table config's form (``[settlement.players]`` ``bets``).
 
     Attributes:
@@ -112,16 +118,8 @@ class ConfigLineBet(BaseModel):
         odds_multiple: odds as a multiple of the flat bet, an integer 0..100 (0: none).
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    bet: Literal["pass", "dont_pass", "come", "dont_come"]
     amount_cents: int = Field(gt=0)
     odds_multiple: int = Field(0, ge=0, le=100)
-
-    @field_validator("bet", mode="before")
-    @classmethod
-    def _underscore_bet(cls, v):
-        return _underscored(v)
 
 
 class ConfigPlayer(BaseModel):

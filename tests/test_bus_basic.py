@@ -541,13 +541,10 @@ def test_odd_replay_requests_get_an_error_reply(tmp_path: Path):
             ctx.term()
 
 
-def test_a_journal_restored_from_an_older_copy_stops_the_subscriber(tmp_path: Path):
-    """The table's journal is restored from a copy taken at seq 3 after seq 8 was delivered: the
-    same journal id reuses seq 4.. for new rolls. Before, the subscriber dropped them as
-    duplicates (INFO log, no alarm): rolls lost. Now its first new live message (a heartbeat
-    with a newer time stamp and a seq below 8) stops it with a journal_rollback alarm."""
-    from bus.subscriber import BusError
-
+def _backup_at_3_then_8_delivered(tmp_path: Path):
+    """A table journal backed up at seq 3, then seq 1..8 delivered and acked to a subscriber.
+    Returns ``(cfg, the subscriber's state file, restore)``: ``restore()`` puts the backup
+    back (the same journal id, seq 3 its last)."""
     cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=0.1)
     state = tmp_path / "sub.sqlite"
     with RollPublisher(cfg) as pub:
@@ -561,9 +558,23 @@ def test_a_journal_restored_from_an_older_copy_stops_the_subscriber(tmp_path: Pa
         with RollSubscriber(cfg, state) as sub:
             got = _drain(sub, 8, timeout_s=5.0)                   # delivered and acked
             assert [e["seq"] for e in got] == list(range(1, 9))
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(cfg.journal_path) + suffix).unlink(missing_ok=True)
-    shutil.copy(backup, cfg.journal_path)
+
+    def restore() -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(cfg.journal_path) + suffix).unlink(missing_ok=True)
+        shutil.copy(backup, cfg.journal_path)
+    return cfg, state, restore
+
+
+def test_a_journal_restored_from_an_older_copy_stops_the_subscriber(tmp_path: Path):
+    """The table's journal is restored from a copy taken at seq 3 after seq 8 was delivered: the
+    same journal id reuses seq 4.. for new rolls. Before, the subscriber dropped them as
+    duplicates (INFO log, no alarm): rolls lost. Now its first new live message (a heartbeat
+    with a newer time stamp and a seq below 8) stops it with a journal_rollback alarm."""
+    from bus.subscriber import BusError
+
+    cfg, state, restore = _backup_at_3_then_8_delivered(tmp_path)
+    restore()
     alarms = []
     with RollPublisher(cfg) as pub:
         assert pub.last_seq == 3
@@ -585,24 +596,12 @@ def test_a_journal_restored_and_caught_up_while_the_subscriber_was_away_stops_it
     there. A plain restart (the same journal) is checked and goes on."""
     from bus.subscriber import BusError
 
-    cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=0.1)
-    state = tmp_path / "sub.sqlite"
+    cfg, state, restore = _backup_at_3_then_8_delivered(tmp_path)
     with RollPublisher(cfg) as pub:
-        for i in range(1, 4):
-            pub.publish("roll", {"n": i})
-    backup = tmp_path / "journal-at-3.sqlite"
-    shutil.copy(cfg.journal_path, backup)
-    with RollPublisher(cfg) as pub:
-        for i in range(4, 9):
-            pub.publish("roll", {"n": i})
-        with RollSubscriber(cfg, state) as sub:
-            assert [e["seq"] for e in _drain(sub, 8)] == list(range(1, 9))
         pub.publish("roll", {"n": 9})
         with RollSubscriber(cfg, state) as sub:               # a plain restart: 8 checked, 9 follows
             assert [e["body"]["n"] for e in _drain(sub, 1)] == [9]
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(cfg.journal_path) + suffix).unlink(missing_ok=True)
-    shutil.copy(backup, cfg.journal_path)
+    restore()
     alarms = []
     with RollPublisher(cfg) as pub:
         for i in range(100, 110):                              # seq 4..13, new rolls

@@ -26,19 +26,21 @@ from camera.base import FrameError
 from camera.imagefile import load_image
 
 
-def positive_float(text: str) -> float:
-    """argparse ``type`` for a finite number > 0 (``--side-px``); a bad value is reported by
-    argparse naming the option, exit status 2.
+def positive_float(text: str, unit: str = "") -> float:
+    """argparse ``type`` for a finite number > 0 (``--side-px``; ``craps-table decide
+    --timeout`` with ``unit="seconds"``); a bad value is reported by argparse naming the
+    option, exit status 2.
 
     Raises:
         argparse.ArgumentTypeError: not a number, not finite (nan, inf), or <= 0.
     """
+    what = f"number of {unit}" if unit else "number"
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a {what}, got {text!r}") from None
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a finite {what}, got {text!r}")
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
     return value
