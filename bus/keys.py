@@ -18,8 +18,11 @@ RFC 26/CurveZMQ); signatures are Ed25519 (RFC 8032) via PyNaCl.
 """
 from __future__ import annotations
 
+import logging
+import math
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,3 +197,41 @@ def load_verify_key(path: Path) -> nacl.signing.VerifyKey:
         return nacl.signing.VerifyKey(raw)
     except (OSError, ValueError, nacl.exceptions.CryptoError, TypeError) as exc:
         raise BusKeyError(f"cannot read Ed25519 verify key {path}: {exc}") from exc
+
+
+class RefusalLog(logging.LoggerAdapter):
+    """The logger to give pyzmq's ZAP authenticator (``ThreadAuthenticator(ctx, log=...)``): it
+    logs a refused client ("DENIED ...", a CURVE key not in the allow-list) at DEBUG only, so a
+    console or subscriber with the wrong key left no trace on the serving side. This adapter
+    logs those at WARNING, at most once per ``every_s`` seconds per message (a refused client
+    reconnects every 0.1 s), with how many were held back; everything else as pyzmq logs it.
+
+    Args:
+        logger: where to log (e.g. ``logging.getLogger("bus.auth")``).
+        what: the server, for the message (e.g. ``"roll bus"``, ``"boxperson commands"``).
+        every_s: seconds between two warnings of one message.
+    """
+
+    def __init__(self, logger: logging.Logger, what: str, every_s: float = 60.0) -> None:
+        super().__init__(logger, {})
+        self.what = what
+        self.every_s = every_s
+        self._last: dict[str, tuple[float, int]] = {}
+
+    def debug(self, msg, *args, **kwargs) -> None:  # noqa: D102 - pyzmq's calls
+        try:
+            text = str(msg) % args if args else str(msg)
+        except (TypeError, ValueError):
+            text = str(msg)
+        if not text.startswith("DENIED"):
+            self.logger.debug(msg, *args, **kwargs)
+            return
+        now = time.monotonic()
+        last, held = self._last.get(text, (-math.inf, 0))
+        if now - last < self.every_s:
+            self._last[text] = (last, held + 1)
+            return
+        more = f" ({held} more refusals like it held back)" if held else ""
+        self.logger.warning("%s: a client was refused by CURVE authentication: %s%s", self.what, text, more)
+        self._last[text] = (now, 0)
+

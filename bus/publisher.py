@@ -28,7 +28,7 @@ from zmq.auth.thread import ThreadAuthenticator
 from bus import envelope as envmod
 from bus.config import BusConfig
 from bus.journal import AckStore, Journal, acks_path
-from bus.keys import BusKeyError, key_files, load_curve_secret, load_signing_key
+from bus.keys import BusKeyError, RefusalLog, key_files, load_curve_secret, load_signing_key
 
 log = logging.getLogger("bus.publisher")
 
@@ -107,7 +107,7 @@ class RollPublisher:
             self._journal = Journal(cfg.journal_path, autocheckpoint=False)  # the thread checkpoints
             self.journal_id = self._journal.journal_id
             self._last_seq = self._journal.last_seq
-            self._auth = ThreadAuthenticator(self._ctx, log=logging.getLogger("bus.auth"))
+            self._auth = ThreadAuthenticator(self._ctx, log=RefusalLog(logging.getLogger("bus.auth"), "roll bus"))
             self._auth.start()
             self._auth.configure_curve(domain="*", location=str(cfg.allow_dir))
             if not any(cfg.allow_dir.glob("*.key")):

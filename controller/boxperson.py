@@ -471,10 +471,10 @@ class CommandServer:
         if curve is not None:
             from zmq.auth.thread import ThreadAuthenticator
 
-            from bus.keys import load_curve_secret
+            from bus.keys import RefusalLog, load_curve_secret
 
             public, secret = load_curve_secret(Path(curve.secret_cert))
-            self._auth = ThreadAuthenticator(self.ctx)
+            self._auth = ThreadAuthenticator(self.ctx, log=RefusalLog(log, "boxperson commands"))
             self._auth.start()
             self._auth.configure_curve(domain="*", location=str(curve.authorized_dir))
             self.sock.curve_server = True

@@ -31,3 +31,31 @@ def test_keys_generate_twice_names_the_force_option(tmp_path, capsys):
     capsys.readouterr()
     assert main(["keys", "generate", "table", "--dir", str(tmp_path)]) == 2
     assert "--force" in capsys.readouterr().err
+
+
+def test_refusal_log_raises_denials_to_warning_at_most_once_a_period(caplog, monkeypatch):
+    """pyzmq's ZAP authenticator logs a refused CURVE key ("DENIED ...") at DEBUG: the serving
+    side kept no trace of a console or subscriber with the wrong key. ``RefusalLog`` logs it at
+    WARNING, once per period per message (a refused client retries every 0.1 s), then says how
+    many were held back; other messages stay at DEBUG."""
+    import logging
+
+    import bus.keys as keys
+
+    now = {"t": 100.0}
+    monkeypatch.setattr(keys.time, "monotonic", lambda: now["t"])
+    caplog.set_level(logging.DEBUG, logger="test.auth")
+    adapter = keys.RefusalLog(logging.getLogger("test.auth"), "roll bus", every_s=60.0)
+    for _ in range(5):
+        adapter.debug("%s (CURVE auth_callback) domain=%s client_key=%s", "DENIED", "*", b"k1")
+        now["t"] += 1.0
+    adapter.debug("PASSED (allowed) address=%s", "127.0.0.1")
+    now["t"] += 60.0
+    adapter.debug("%s (CURVE auth_callback) domain=%s client_key=%s", "DENIED", "*", b"k1")
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        "roll bus: a client was refused by CURVE authentication: DENIED (CURVE auth_callback) domain=* client_key=b'k1'",
+        "roll bus: a client was refused by CURVE authentication: DENIED (CURVE auth_callback) domain=* client_key=b'k1'"
+        " (4 more refusals like it held back)"]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "DEBUG"] == ["PASSED (allowed) address=127.0.0.1"]
+

@@ -206,7 +206,7 @@ def test_decide_cli_no_server_is_status_1():
                      "--who", "a", "--timeout", "0.3"]) == 1
 
 
-def test_curve_command_server(tmp_path):
+def test_curve_command_server(tmp_path, caplog):
     from bus.keys import authorize, generate_keys
 
     server_keys = generate_keys(tmp_path, "table")
@@ -224,6 +224,9 @@ def test_curve_command_server(tmp_path):
             send_command(server.endpoint, {"cmd": "pending"}, timeout_s=1.0, curve=bad)
         with pytest.raises(PermissionError, match="refused the CURVE handshake"):
             send_command(server.endpoint, {"cmd": "pending"}, timeout_s=1.0)
+        # and the server side says so (pyzmq logs a refusal at DEBUG only)
+        assert any(r.levelname == "WARNING" and "refused by CURVE authentication" in r.getMessage()
+                   for r in caplog.records), [r.getMessage() for r in caplog.records]
         good = CurveClientKeys(client_keys.curve_secret, server_keys.curve_public)
         reply = send_command(server.endpoint, {"cmd": "decide", "roll_id": "t-9", "dice": [6, 6], "who": "cy"},
                              curve=good)
