@@ -59,16 +59,36 @@ def test_any_arrival_order_delivers_each_once_in_order(base, case, heartbeat_at)
 @given(case=arrivals(), cap=st.integers(1, 5))
 def test_bounded_buffer_never_breaks_order(base, case, cap):
     """With a tiny out-of-order buffer some messages are shed (they would come again by
-    replay); what is delivered is still 1, 2, 3... each once."""
+    replay); what is delivered is still 1, 2, 3... each once, and the next message needed is
+    never the one shed: once it arrives it is delivered (a buffer that shed everything when
+    full delivered nothing and passed the first check)."""
     n, seq, polls = case
     cfg, tmp = base
     cfg = cfg.model_copy(update={"max_pending": cap})
     delivered: list[int] = []
     with RollSubscriber(cfg, tmp / f"c{next(_ids)}.sqlite") as sub:
         for i, s in enumerate(seq):
+            needed = s == len(delivered) + 1
             sub._offer({"seq": s, "topic": "roll", "body": {}}, "live")
-            if i in polls or i == len(seq) - 1:
+            if needed or i in polls or i == len(seq) - 1:
                 while (env := sub.receive(0)) is not None:
                     delivered.append(env["seq"])
+            if needed:
+                assert len(delivered) >= s, (s, delivered)
         assert delivered == list(range(1, len(delivered) + 1))
         assert len(sub._pending) <= cap
+    assert 1 not in seq or delivered[:1] == [1]
+
+
+def test_a_full_buffer_keeps_the_next_message_needed(base):
+    """``max_pending`` 1, messages 2, 1, 3 arrive: 2 is held, then shed for 1 (the next
+    needed), which is delivered; 3 is held until 2 comes again by replay."""
+    cfg, tmp = base
+    cfg = cfg.model_copy(update={"max_pending": 1})
+    delivered: list[int] = []
+    with RollSubscriber(cfg, tmp / f"f{next(_ids)}.sqlite") as sub:
+        for s in (2, 1, 3):
+            sub._offer({"seq": s, "topic": "roll", "body": {}}, "live")
+            while (env := sub.receive(0)) is not None:
+                delivered.append(env["seq"])
+        assert delivered == [1] and sorted(sub._pending) == [3]

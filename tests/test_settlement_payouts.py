@@ -345,6 +345,14 @@ def test_hot_roller():
     assert one(out, bet="hot_roller")["payout"] == 500
     out = run(prof, [bet("p", "hot_roller", 100), roll(1, 3), roll(2, 2), roll(1, 4), roll(6, 1)])
     assert one(out, bet="hot_roller")["result"] == "lose"
+    # every way of all six point numbers: the top tier, paid on the roll that completes it
+    six = [roll(a, b) for a, b in [(1, 3), (2, 2), (1, 4), (2, 3), (1, 5), (2, 4), (3, 3), (2, 6), (3, 5), (4, 4),
+                                   (3, 6), (4, 5), (4, 6), (5, 5)]]
+    out = run(prof, [bet("p", "hot_roller", 100)] + six)
+    assert (one(out, bet="hot_roller")["roll"], one(out, bet="hot_roller")["payout"]) == (14, 10000)
+    # five of them and a 7: the highest tier reached (3 and more: 10 to 1), not the top one
+    out = run(prof, [bet("p", "hot_roller", 100)] + six[:-1] + [roll(3, 4)])
+    assert (one(out, bet="hot_roller")["result"], one(out, bet="hot_roller")["payout"]) == ("win", 1000)
 
 
 # ---- rejections ---------------------------------------------------------------------
@@ -362,6 +370,7 @@ def test_rejections_name_the_rule():
     rules = [r["rule"] for r in rejected(out)]
     assert rules[:3] == ["9 NYCRR 5324.52(b)(1)", "9 NYCRR 5324.52(c)(3)(i)", "9 NYCRR 5324.52(e)(4)"]
     assert "unknown wager" in rejected(out)[3]["reason"]
+    assert rules[4:] == ["9 NYCRR 5324.52(b)(5)", "table limits (rules of games notice, 9 NYCRR 5323.13)"]
     assert len(rules) == 6
     assert rejected(run("nj-13-47", [bet("p", "pass", 500), roll(2, 2), bet("p", "odds", 500, base="pass")]))[0][
         "rule"] == "N.J.A.C. 13:47-20.25(h)1"
