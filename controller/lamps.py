@@ -40,7 +40,16 @@ class LampDriver(Protocol):
 
     def set_lamp(self, name: str, mode: str, brightness: float = 1.0) -> None:
         """Set lamp ``name`` (one of :data:`LAMP_NAMES`) to ``mode`` ("on", "off", "flash") at
-        ``brightness`` 0.0..1.0 (drivers without dimming treat > 0 as full)."""
+        ``brightness`` 0.0..1.0 (drivers without dimming treat > 0 as full).
+
+        Must not wait for slow hardware: it runs on the table service thread. A driver may apply
+        the change later (the firmware driver hands it to its own thread, which re-sends it
+        until the microcontroller acknowledges it).
+
+        Raises:
+            ValueError: an unknown lamp or mode, or a brightness that is not a finite number
+                within 0..1 (:func:`check_lamp`).
+        """
         ...
 
     def close(self) -> None:
@@ -194,6 +203,9 @@ class LampController:
         brightness: 0..1, passed to the driver.
 
     Times (``now``) are seconds on any monotonic clock, the same for every call.
+
+    :attr:`shown` is what was last asked of the driver for each lamp (name -> mode); a driver
+    that delivers asynchronously (the firmware one) keeps re-sending it until it is shown.
     """
 
     def __init__(self, driver: LampDriver, *, flash_s: float = 3.0, brightness: float = 1.0) -> None:

@@ -86,7 +86,9 @@ class FirmwareLampDriver:
         # what the MCU acknowledged, by lamp name; a lamp missing here is unknown (sent again)
         self._acked: dict[str, LampSetting] = {}
         self._epoch = 0             # +1 at each link up: an ACK from an older epoch is not trusted
-        self._link_up = False       # the last status the listener saw
+        # the last status the listener saw; starting from the current one, the initial listener
+        # call of an up link does not make the worker send the whole state twice
+        self._link_up = link.up
         self._refused: dict[str, int | None] = {}   # lamp -> VERSION lamp_count of the MCU refusing it
         self._warned: set[str] = set()
         self._retry_at = 0.0
