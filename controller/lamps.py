@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Mapping, Protocol, runtime_checkable
 
 from controller.game import POINTS, GameState
+from controller.lamp_values import check_brightness
 from controller.lifecycle import IN_MOTION
 
 POINT_LAMPS: tuple[str, ...] = tuple(f"point-{p}" for p in POINTS)
@@ -39,7 +40,16 @@ class LampDriver(Protocol):
 
     def set_lamp(self, name: str, mode: str, brightness: float = 1.0) -> None:
         """Set lamp ``name`` (one of :data:`LAMP_NAMES`) to ``mode`` ("on", "off", "flash") at
-        ``brightness`` 0.0..1.0 (drivers without dimming treat > 0 as full)."""
+        ``brightness`` 0.0..1.0 (drivers without dimming treat > 0 as full).
+
+        Must not wait for slow hardware: it runs on the table service thread. A driver may apply
+        the change later (the firmware driver hands it to its own thread, which re-sends it
+        until the microcontroller acknowledges it).
+
+        Raises:
+            ValueError: an unknown lamp or mode, or a brightness that is not a finite number
+                within 0..1 (:func:`check_lamp`).
+        """
         ...
 
     def close(self) -> None:
@@ -47,18 +57,22 @@ class LampDriver(Protocol):
         ...
 
 
-def check_lamp(name: str, mode: str, brightness: float) -> None:
+def check_lamp(name: str, mode: str, brightness: float) -> float:
     """Validate a lamp command.
 
+    Returns:
+        the brightness as a float 0.0..1.0.
+
     Raises:
-        ValueError: naming the unknown lamp, mode, or a brightness outside 0..1.
+        ValueError: naming the unknown lamp, mode, or a brightness that is not a finite number
+            within 0..1 (a string, ``None`` and ``True`` included; see
+            :func:`controller.lamp_values.check_brightness`, shared with the firmware driver).
     """
     if name not in LAMP_NAMES:
         raise ValueError(f"unknown lamp {name!r}; lamps: {', '.join(LAMP_NAMES)}")
     if mode not in MODES:
         raise ValueError(f"lamp {name}: unknown mode {mode!r}; modes: on, off, flash")
-    if not 0.0 <= float(brightness) <= 1.0:
-        raise ValueError(f"lamp {name}: brightness {brightness} is outside 0..1")
+    return check_brightness(name, brightness)
 
 
 class GpioLampDriver:
@@ -106,13 +120,14 @@ class GpioLampDriver:
         """Set one lamp (see :class:`LampDriver`). A lamp without a pin is ignored.
 
         Raises:
-            ValueError: for an unknown lamp or mode, or a brightness outside 0..1.
+            ValueError: for an unknown lamp or mode, or a brightness that is not a finite
+                number within 0..1 (``"0.5"``, ``None``, ``True``; the message names the lamp).
         """
-        check_lamp(name, mode, brightness)
+        brightness = check_lamp(name, mode, brightness)
         if self._closed or name not in self._attr:
             return
         led = getattr(self._board, self._attr[name])
-        level = float(brightness) if self._pwm else (1.0 if brightness > 0 else 0.0)
+        level = brightness if self._pwm else (1.0 if brightness > 0 else 0.0)
         if mode == "off" or level == 0.0:
             led.off()
         elif mode == "on":
@@ -143,7 +158,11 @@ class NullLampDriver:
         self.modes: dict[str, str] = {}
 
     def set_lamp(self, name: str, mode: str, brightness: float = 1.0) -> None:
-        """Record the mode (validated like a real driver)."""
+        """Record the mode (validated like a real driver).
+
+        Raises:
+            ValueError: as :meth:`GpioLampDriver.set_lamp`.
+        """
         check_lamp(name, mode, brightness)
         self.modes[name] = mode
 
@@ -184,6 +203,9 @@ class LampController:
         brightness: 0..1, passed to the driver.
 
     Times (``now``) are seconds on any monotonic clock, the same for every call.
+
+    :attr:`shown` is what was last asked of the driver for each lamp (name -> mode); a driver
+    that delivers asynchronously (the firmware one) keeps re-sending it until it is shown.
     """
 
     def __init__(self, driver: LampDriver, *, flash_s: float = 3.0, brightness: float = 1.0) -> None:

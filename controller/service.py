@@ -389,9 +389,9 @@ class TableService:
         else:
             log.info("safe state left: %s cleared", ", ".join(status.cleared))
             self._clear_fault("health")
-        self.lamps.update(self.store.state, self.lifecycle.phase, now=self._now)
         self._held.append(body)  # in order behind any alarm the bus refused before
-        self._send_held()
+        self._send_held()  # the alarm first: the lamps never delay it
+        self.lamps.update(self.store.state, self.lifecycle.phase, now=self._now)
         if self.on_health is not None:
             self.on_health(status)
         return status
@@ -918,13 +918,12 @@ class TableService:
         new = where not in self._faults
         self._faults.add(where)
         self.lamps.set_fault(True)
+        if new:  # the alarm first: the lamps never delay it
+            try:
+                self._publish("alarm", {"code": f"{where}-fault", "message": message[:500]})
+            except Exception:  # noqa: BLE001 - an alarm that cannot be sent is logged, not raised
+                log.exception("could not publish the alarm %s-fault", where)
         self.lamps.update(self.store.state, self.lifecycle.phase, now=self._now)
-        if not new:
-            return
-        try:
-            self._publish("alarm", {"code": f"{where}-fault", "message": message[:500]})
-        except Exception:  # noqa: BLE001 - an alarm that cannot be sent is logged, not raised
-            log.exception("could not publish the alarm %s-fault", where)
 
     @staticmethod
     def _game_json(state: GameState) -> dict:

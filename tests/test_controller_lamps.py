@@ -1,6 +1,7 @@
 """Layout lamps on gpiozero MockFactory pins: what each pin shows for game states and verdicts."""
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -187,3 +188,35 @@ def test_firmware_driver_needs_its_section():
 
     with pytest.raises(ConfigError, match="firmware"):
         parse_config({"lamps": {"driver": "firmware"}})
+
+
+@pytest.mark.parametrize("value", ["0.5", None, True, False, float("nan"), float("inf"), -0.1, 1.5])
+def test_bad_brightness_is_a_value_error_naming_the_lamp_for_every_driver(value):
+    """One check for the GPIO, null and firmware drivers: a brightness that is not a finite
+    number within 0..1 (a string, None, a bool) is a ValueError naming the lamp and the value,
+    never a TypeError from deep inside, and True is not taken for "full"."""
+    from firmware_bridge.lamps import FirmwareLampDriver
+
+    factory = MockFactory(pin_class=MockPWMPin)
+    gpio = GpioLampDriver({"point-6": 13}, pwm=True, pin_factory=factory)
+    try:
+        for set_lamp in (gpio.set_lamp, NullLampDriver().set_lamp, FirmwareLampDriver.setting):
+            with pytest.raises(ValueError, match=r"lamp point-6: brightness .*" + re.escape(repr(value))):
+                set_lamp("point-6", "on", value)
+        assert factory.pin(13).state == 0          # nothing was driven
+    finally:
+        gpio.close()
+        factory.close()
+
+
+def test_good_brightness_values_are_accepted_as_numbers():
+    factory = MockFactory(pin_class=MockPWMPin)
+    gpio = GpioLampDriver({"point-6": 13}, pwm=True, pin_factory=factory)
+    try:
+        gpio.set_lamp("point-6", "on", 1)           # an int is a number
+        assert factory.pin(13).state == 1.0
+        gpio.set_lamp("point-6", "on", 0.25)
+        assert factory.pin(13).state == pytest.approx(0.25)
+    finally:
+        gpio.close()
+        factory.close()

@@ -787,3 +787,79 @@ def test_dice_put_back_in_the_cup_after_a_verdict_clear_the_table(tmp_path):
 def _dice_of(frame):
     """The dice drawn in a ``scene_image`` frame, as ``(value, x, y)`` (read back by the fake reader)."""
     return [(r.value, int(round(r.centre[0])), int(round(r.centre[1]))) for r in fake_reader(frame.image)]
+
+
+def test_a_new_fault_publishes_its_alarm_before_the_lamps_change(tmp_path):
+    """A fault's alarm goes on the bus before the fault lamp is lit (a slow lamp driver never
+    delays it)."""
+    pub = ListPublisher()
+
+    class Recording(NullLampDriver):
+        """Notes, at each lamp command, the alarms already published."""
+
+        def __init__(self):
+            super().__init__()
+            self.calls: list[tuple[str, str, list[str]]] = []
+
+        def set_lamp(self, name, mode, brightness=1.0):
+            super().set_lamp(name, mode, brightness)
+            self.calls.append((name, mode, [b["code"] for t, b in pub.sent if t == "alarm"]))
+
+    service = make_service(tmp_path, pub)
+    driver = Recording()
+    service.lamps.driver = driver
+    service.start()
+    service.process(Frame(np.zeros((4, 4), np.float64), 0.0, 0))           # unusable frame
+    lit = [c for c in driver.calls if c[:2] == ("fault", "on")]
+    assert lit == [("fault", "on", ["frame-fault"])], driver.calls
+    service.close()
+
+
+def test_a_silent_mcu_does_not_hold_up_the_service(tmp_path):
+    """lamps.driver = "firmware" and an MCU that answers nothing (its loop frozen, the port
+    open): every frame of a throw, the verdict's included, is processed without waiting for the
+    MCU (the old driver waited up to 0.25 s per changed lamp on the service thread), and the
+    lamps reach the MCU once it answers again."""
+    from firmware_bridge.mcu_sim import SimulatedMcu
+
+    with SimulatedMcu() as mcu:
+        cfg = TableConfig.model_validate({
+            "table": {"id": "t-test"}, "vision": {"still_frames": 5, "still_s": 0.0},
+            "lamps": {"driver": "firmware"}, "firmware": {"port": str(mcu.path)},
+            "state": {"db": str(tmp_path / "state.sqlite")},
+            "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")}})
+        pub = ListPublisher()
+        service, _ = build_service(cfg, None, publisher=pub, reader=fake_reader)
+        try:
+            service.start()
+            assert mcu.wait_until(lambda: service.lamps.driver.link.up, 5)
+            time.sleep(0.3)                          # the initial lamp state is through
+            frames, _, _ = throw_frames([(5, 100, 100), (5, 200, 120)], 0.0)   # point 10
+            driver, in_lamps = service.lamps.driver, []
+            real_set_lamp = driver.set_lamp
+
+            def timed_set_lamp(*args, **kw):
+                t0 = time.monotonic()
+                try:
+                    return real_set_lamp(*args, **kw)
+                finally:
+                    in_lamps.append(time.monotonic() - t0)
+
+            driver.set_lamp = timed_set_lamp
+            bodies = []
+            with mcu.frozen():
+                for f in frames:
+                    b = service.process(f)
+                    if b is not None:
+                        bodies.append(b)
+                assert mcu.lamp("point-10")[0] == "off"      # nothing reached the frozen MCU
+            driver.set_lamp = real_set_lamp
+            assert [b["dice"] for b in bodies] == [[5, 5]]
+            # bets-closed on, then off with point-10 and puck-on on: 4 lamp commands
+            assert len(in_lamps) >= 4
+            assert sum(in_lamps) < 0.1, f"the service thread waited {sum(in_lamps):.3f} s in set_lamp"
+            assert mcu.wait_until(lambda: mcu.lamp("point-10")[0] == "on" and mcu.lamp("puck-on")[0] == "on"
+                                  and mcu.lamp("bets-closed")[0] == "off", 5), mcu.lamps()
+        finally:
+            service.close()
+        assert mcu.wait_until(lambda: all(m == "off" for m, _ in mcu.lamps().values()), 3), mcu.lamps()

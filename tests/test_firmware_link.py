@@ -123,6 +123,7 @@ def test_lamp_driver_sets_validates_and_closes(rig):
     lamps = FirmwareLampDriver(link)
     lamps.set_lamp("point-4", "flash", 0.5)
     lamps.set_lamp("no-roll", "on")
+    assert lamps.flush(3.0), lamps.pending()   # set_lamp returns at once; the worker sends it
     assert mcu.lamp("point-4") == ("flash", 128)
     assert mcu.lamp("no-roll") == ("on", 255)
     assert lamps.wanted()["point-4"] == ("flash", 128 / 255)
