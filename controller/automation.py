@@ -23,7 +23,15 @@ Automated throw: ``SHAKER(action, shake_ms, intensity)`` through :class:`Firmwar
 ``INPUT_EVENT SHAKER_DONE`` is awaited (docs/firmware-protocol.md). A command refused or not
 acknowledged, a "done" that reports a jam or the failsafe, or no "done" within
 ``shake_ms + shaker_done_timeout_s`` stops the table with a fault: a SHAKER is never blindly
-repeated (firmware_bridge.link.CommandFailed). A new throw waits for the previous "done".
+repeated (firmware_bridge.link.CommandFailed). A new throw waits for the previous "done", for
+``[rounds] throw_guard_s`` after no more bets, and for the lifecycle to be ``waiting`` or
+``decided`` (after a not-at-rest no roll the dice must settle first: a throw commanded while they
+still move would never be timed). Each throw has a wall-clock deadline (``throw_timeout_s`` from
+its command to its verdict): exceeded, the table stops with a fault (``throw-timeout``).
+
+Dice that move when no throw was commanded (bets open, no more bets, results, a boxperson call
+pending at ``verdict``) stop the table (``unscheduled-throw``), and their reading is never a
+result nor a boxperson call: a no roll ``table-fault``.
 
 Every round event is published on the bus under topic ``"round"`` (docs/messages.md#round); the
 ``bets-closed`` lamp is lit whenever bets are not open (:class:`RoundLamps`).
@@ -36,7 +44,8 @@ import time
 from datetime import datetime, timezone
 from typing import Callable, Protocol
 
-from controller.lifecycle import IN_MOTION as LIFECYCLE_IN_MOTION, WAITING as LIFECYCLE_WAITING
+from controller.lifecycle import (DECIDED as LIFECYCLE_DECIDED, IN_MOTION as LIFECYCLE_IN_MOTION,
+                                  WAITING as LIFECYCLE_WAITING)
 from controller.reasons import Reason
 from controller.rounds import (AT_REST, BETS_OPEN, IN_MOTION, NEXT_RETHROW, NEXT_STOP, NO_MORE_BETS, RESULTS,
                                THROW, VERDICT, RestDie, RoundCycle, RoundsConfig)
@@ -169,8 +178,11 @@ class RoundDriver:
         self._throw_pending = False
         self._scene: tuple[RestDie, ...] = ()
         self.stray_verdicts: list[str] = []
-        #: set (to the error) when a round event could not be published: the table stops
+        #: set (to the error) when a round event could not be published: the table stops;
+        #: cleared on resume (the next publish tells again)
         self.bus_failed: str | None = None
+        self._throw_at = 0.0                      # frame time the pending throw may start
+        self._throw_deadline: float | None = None  # wall clock: the current throw's verdict by then
         self.rounds_done = 0
 
     # --- other threads ------------------------------------------------------------------------
@@ -196,9 +208,12 @@ class RoundDriver:
     # --- service hooks ------------------------------------------------------------------------
 
     def on_frame(self, t: float, moving: bool) -> Verdict | None:
-        """Before the lifecycle step of the frame at ``t`` (frame clock). Returns a no roll
-        ``dice-did-not-move`` to publish now when the shaker ran and nothing moved for
-        ``no_motion_s`` after its "done", else ``None``."""
+        """Before the lifecycle step of the frame at ``t`` (frame clock, seconds). Returns a no
+        roll ``dice-did-not-move`` to publish now when the shaker ran and nothing moved for
+        ``no_motion_s`` after its "done", else ``None``.
+
+        Stops the table (a fault, no exception) when a round event could not be published, the
+        shaker's "done" is late, or the throw's ``throw_timeout_s`` deadline (wall clock) passed."""
         c, cfg = self.cycle, self.cycle.config
         self._drain(t)
         if self.bus_failed is not None and not c.stopped:
@@ -211,11 +226,18 @@ class RoundDriver:
             self.shaking = False
             self._stop("shaker", f"no shaker 'done' within {cfg.shake_ms / 1000 + cfg.shaker_done_timeout_s:.1f} s")
             return None
+        if self._throw_deadline is not None and self.wall() > self._throw_deadline:
+            self._throw_deadline = None
+            self._stop("throw-timeout", f"throw {c.round.throws if c.round else 0} of round "
+                                        f"{c.round.round_id if c.round else None} not decided within "
+                                        f"{cfg.throw_timeout_s:.1f} s (dice not coming to rest?)")
+            return None
         if c.mode == "automated":
             if c.close_due(t):
                 c.close_bets("window")
-                self._throw_pending = True
-            if self._throw_pending and not self.shaking:
+                self._throw_pending, self._throw_at = True, t + cfg.throw_guard_s
+            if (self._throw_pending and not self.shaking and t >= self._throw_at
+                    and self.lifecycle.phase in (LIFECYCLE_WAITING, LIFECYCLE_DECIDED)):
                 self._throw(t)
             if c.open_due(t) and not self.shaking:
                 c.open()
@@ -238,23 +260,38 @@ class RoundDriver:
             return
         if c.phase == THROW:
             c.motion()
-        elif c.phase in (BETS_OPEN, NO_MORE_BETS, RESULTS):
+        elif c.phase in (BETS_OPEN, NO_MORE_BETS, RESULTS, VERDICT):
             # motion on the layout of a closed automated rig that the controller did not cause
+            # (at verdict: a boxperson call pending, or a re-throw not yet commanded)
             if c.phase == BETS_OPEN:
                 c.close_bets("first-motion")
             self._stop("unscheduled-throw", f"dice moved at t={t:.3f} s without a shaker command")
 
     def review(self, verdict: Verdict, t: float) -> Verdict:
-        """A verdict read at rest, before it is committed: at rest; a result from dice that rest
-        where they rested at the end of the previous throw, with the same faces, becomes a no roll
-        ``dice-did-not-move`` (the observations are kept as evidence)."""
+        """A verdict read at rest, before it is committed (``t``: frame clock, seconds).
+
+        Returns the verdict to commit: the same, or
+
+        * automated: dice at rest after motion the rig did not cause (the round not at ``throw``
+          or ``at-rest``: bets open, no more bets, results, stopped, or a boxperson call pending
+          at ``verdict``): any reading but a no roll becomes a no roll ``table-fault`` (never a
+          result, never a boxperson call); at ``verdict`` the table also stops
+          (``unscheduled-throw``, a fault);
+        * a result from dice that rest where they rested at the end of the previous throw, with
+          the same faces: a no roll ``dice-did-not-move``.
+
+        The observations are kept as evidence."""
         c = self.cycle
         if c.phase == IN_MOTION:
             c.at_rest()
         scene = scene_of(verdict)
         self._scene = scene
-        if c.mode == "automated" and c.phase not in (THROW, AT_REST, VERDICT) and verdict.kind == "roll":
-            # dice at rest after motion the rig did not cause (stopped table, tampering): never a result
+        if c.mode == "automated" and c.phase not in (THROW, AT_REST) and verdict.kind != "no-roll":
+            # dice at rest after motion the rig did not cause (stopped table, tampering, a cocked
+            # die dropping while the boxperson decides): never a result
+            if c.phase == VERDICT:
+                self._stop("unscheduled-throw", f"dice moved at t={t:.3f} s without a shaker command "
+                                                f"(round {c.round.round_id if c.round else None} at verdict)")
             return Verdict(kind="no-roll", reason=Reason.TABLE_FAULT, dice=None,
                            irregularities=verdict.irregularities, observations=verdict.observations)
         if verdict.kind != "boxperson" and c.dice_did_not_move(scene):
@@ -281,8 +318,10 @@ class RoundDriver:
                                              f"({c.stuck_run} in a row)")
         elif body.get("verdict") != "boxperson":
             self._clear("dice-did-not-move")
+        if nxt != NEXT_RETHROW:    # a result, a boxperson call (its own timeout), a stop
+            self._throw_deadline = None
         if nxt == NEXT_RETHROW:
-            self._throw_pending = True
+            self._throw_pending, self._throw_at = True, t
         elif nxt == NEXT_STOP:
             self._raise("technician", c.stop_cause or "table stopped")
         elif c.phase == RESULTS:
@@ -307,8 +346,9 @@ class RoundDriver:
                     self._live_out("dice-out")
             elif event == "resume":
                 if c.stopped:
+                    self.bus_failed = None     # the next publish tells whether the bus is back
                     c.resume(str(d.get("who") or "technician"))
-                    self._throw_pending = False
+                    self._throw_pending, self._throw_deadline = False, None
                     self._clear("technician")
                     self._clear("shaker")
                     self._clear("dice-did-not-move")
@@ -343,11 +383,22 @@ class RoundDriver:
             return
         self.shaking, self._done_t = True, None
         self._shake_deadline = self.wall() + cfg.shake_ms / 1000.0 + cfg.shaker_done_timeout_s
+        self._throw_deadline = self.wall() + cfg.throw_timeout_s
         c.throw("blower" if cfg.action == "blow" else "shaker")
         if self.trigger is not None:
             self.trigger()
 
+    def awaits_decision(self, roll_id: str) -> bool:
+        """``True`` when the current round is waiting on the boxperson's decision of the call
+        ``roll_id`` (phase ``verdict``, that call its last verdict, the table not stopped): a
+        decision on any other call is stale (9 NYCRR 5324.52(h)(1)(ii)(a): the call decides the
+        throw it was made on, not a later round's)."""
+        c = self.cycle
+        return (c.phase == VERDICT and c.round is not None and bool(c.round.verdicts)
+                and c.round.verdicts[-1] == roll_id and c.round.final is None)
+
     def _stop(self, where: str, message: str) -> None:
+        self._throw_deadline = None
         log.error("table stopped: %s: %s", where, message)
         if not self.cycle.stopped:
             self.cycle.stop(f"{where}: {message}")

@@ -11,7 +11,8 @@ terminals) run the game as *rounds* that the controller paces and announces::
 Every transition is one event handed to ``publish(body)`` (the driver publishes it on the bus
 under topic ``"round"``, docs/messages.md#round) and every event carries the round id. A round
 ends with exactly one ``results`` event naming exactly one final verdict (``roll_id``); the no
-rolls that were re-thrown inside the round are listed in ``rethrown``.
+rolls that were re-thrown inside the round are listed in ``rethrown`` (no roll verdicts only: a
+boxperson call is decided by the next verdict, it is not re-thrown).
 
 Why bets close where they do: "Wagers shall be made before the dice are rolled"
 (9 NYCRR 5324.52(c)(1)); "All bets shall be made before the dice are thrown" (N.J.A.C.
@@ -91,6 +92,15 @@ class RoundsConfig(BaseModel):
             before the table stops with a fault.
         no_motion_s: seconds after the shaker's "done" event without any motion on the layout
             that make a "dice did not move" no roll.
+        throw_guard_s: seconds between ``no-more-bets`` and the SHAKER command (automated; 0: in
+            the same frame): time for the close to reach settlement before the dice move
+            (settlement returns any wager stamped at or after the close anyway, 9 NYCRR
+            5324.52(c)(1)).
+        throw_timeout_s: wall-clock seconds from a throw's SHAKER command to its verdict (a
+            result, a boxperson call, or a no roll's re-throw command) at the most; exceeded
+            (dice that never come to rest, a lifecycle that never settles) the table stops
+            with a fault. Keep it above ``[lifecycle] rest_timeout_s`` plus the time dice take
+            to settle after a not-at-rest no roll.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -106,6 +116,8 @@ class RoundsConfig(BaseModel):
     intensity: int = Field(255, ge=0, le=255)
     shaker_done_timeout_s: float = Field(3.0, gt=0, le=600)
     no_motion_s: float = Field(2.0, gt=0, le=600)
+    throw_guard_s: float = Field(0.0, ge=0, le=60)
+    throw_timeout_s: float = Field(60.0, gt=0, le=3600)
 
     @property
     def rounds_per_hour_cap(self) -> float | None:
@@ -152,6 +164,8 @@ class Round:
         throws: throws made (1 + re-throws).
         verdicts: roll ids of every verdict of the round, in order.
         final: the roll id of the deciding verdict (``None`` until results).
+        no_rolls: roll ids of the round's no roll verdicts, in order (the ``rethrown`` of
+            ``results``: a boxperson call decided with dice or void is not one).
     """
 
     round_id: str
@@ -161,10 +175,13 @@ class Round:
     throws: int = 0
     verdicts: list = None  # type: ignore[assignment]
     final: str | None = None
+    no_rolls: list = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         if self.verdicts is None:
             self.verdicts = []
+        if self.no_rolls is None:
+            self.no_rolls = []
 
 
 class RoundError(RuntimeError):
@@ -325,6 +342,8 @@ class RoundCycle:
         self._expect("verdict", THROW, IN_MOTION, AT_REST, VERDICT)
         r = self.round
         r.verdicts.append(roll_id)
+        if kind == "no-roll":
+            r.no_rolls.append(roll_id)
         if scene:
             self._last_rest = tuple(scene)
         stuck = reason == DICE_DID_NOT_MOVE
@@ -346,7 +365,8 @@ class RoundCycle:
         now = self.clock()
         self._next_open_at = max(now + self.config.results_s, r.opened_at + self.config.min_round_s)
         self._emit(RESULTS, roll_id=roll_id, verdict=kind, reason=reason,
-                   dice=None if dice is None else list(dice), rethrown=r.verdicts[:-1],
+                   dice=None if dice is None else list(dice),
+                   rethrown=[v for v in r.no_rolls if v != roll_id],
                    duration_s=round(now - r.opened_at, 6),
                    closed_to_result_s=None if r.closed_at is None else round(now - r.closed_at, 6))
         self.history.append(r)

@@ -839,12 +839,15 @@ class TableService:
         hands over: the dice given make a valid roll that moves the game; a void or a timeout
         is a no roll ``boxperson-void``. Either is a new verdict (a new ``roll_id``) carrying the
         call's deciding frame and ``decision`` (who, when, outcome, the call's roll id). A
-        decision on a call that is no longer the last verdict (the game moved on) is not applied:
-        it is logged and raised as an alarm ``stale-decision``."""
+        decision on a call that is no longer the last verdict (the game moved on), or, with a
+        round driver, on a call the current round is not waiting on (the table stopped and
+        resumed, a new round opened: ``RoundDriver.awaits_decision``), is not applied: it is
+        logged and raised as an alarm ``stale-decision``."""
         for d in self.observe.decisions():
             last = self.store.verdicts(1)
             call = last[-1] if last else None
-            if call is None or call.get("roll_id") != d.roll_id or call.get("verdict") != "boxperson":
+            if (call is None or call.get("roll_id") != d.roll_id or call.get("verdict") != "boxperson"
+                    or (self.rounds is not None and not self.rounds.awaits_decision(d.roll_id))):
                 log.warning("boxperson decision on %s ignored: it is not the open call", d.roll_id)
                 self._raise_fault("stale-decision", f"decision on {d.roll_id} after a newer verdict: not applied")
                 self._faults.discard("stale-decision")

@@ -19,6 +19,12 @@ Tables (all amounts in cents):
     events(id, kind, player, request, cents, utc)     -- bets, removals, lammers, shooter changes,
                                                         rejections (cents = balance change)
     snapshot(id=1, json)                  open wagers and game state after the last change
+    round_wagers(id, round_id, wid, player, amount, vig, placed_at, status, seq, why, utc)
+                                          -- one row per wager placed for a round (a terminal's,
+                                             settlement/rounds.py); status "open" until a roll
+                                             settles the layout ("rode"), its round has a result
+                                             ("decided") or it is given back ("returned",
+                                             :meth:`Session.return_round_wagers`)
 """
 from __future__ import annotations
 
@@ -45,6 +51,9 @@ CREATE TABLE IF NOT EXISTS settlements(id INTEGER PRIMARY KEY AUTOINCREMENT, seq
 CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
     player TEXT, request TEXT NOT NULL, cents INTEGER NOT NULL, utc TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshot(id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS round_wagers(id INTEGER PRIMARY KEY AUTOINCREMENT, round_id TEXT NOT NULL,
+    wid INTEGER NOT NULL, player TEXT NOT NULL, amount INTEGER NOT NULL, vig INTEGER NOT NULL,
+    placed_at TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'open', seq INTEGER, why TEXT, utc TEXT NOT NULL);
 """
 
 
@@ -133,8 +142,19 @@ class Session:
                          json.dumps({"request": req, "reason": exc.reason, "rule": exc.rule}, default=str), 0, _utc()))
 
     # ---- changes -------------------------------------------------------------------
-    def place(self, req: dict):
-        """Make a wager; debits stake + vig taken at placement. Raises Rejected (also recorded)."""
+    def place(self, req: dict, *, round_id: str | None = None, placed_at: str | None = None):
+        """Make a wager; debits stake + vig taken at placement (cents).
+
+        Args:
+            req: the wager request (docs/wagers.md).
+            round_id, placed_at: a terminal's wager for a round (settlement/rounds.py): the
+                placement is recorded in ``round_wagers`` in the same transaction, so that it can
+                be returned if the round is abandoned or the wager came after no more bets
+                (:meth:`return_round_wagers`; 9 NYCRR 5324.52(c)(1)).
+
+        Raises:
+            Rejected: an illegal wager (also recorded).
+        """
         t = copy.copy(self.table)
         try:
             w = t.place(req)
@@ -145,9 +165,81 @@ class Session:
 
         def fn():
             self._add(w.player, -debit)
-            self._event("bet", w.player, req, -debit)
+            self._event("bet", w.player, req if round_id is None else
+                        {**req, "round_id": round_id, "placed_at": placed_at}, -debit)
+            if round_id is not None:
+                stake = int(req["amount"])
+                self.db.execute("INSERT INTO round_wagers(round_id, wid, player, amount, vig, placed_at, utc) "
+                                "VALUES(?,?,?,?,?,?,?)", (round_id, w.wid, w.player, stake, debit - stake,
+                                                          str(placed_at), _utc()))
         self._commit(t, fn)
         return w
+
+    def open_round_wagers(self, round_id: str | None = None) -> list[dict]:
+        """The placements for rounds still ``open`` (no roll since, round without a result, not
+        returned), of ``round_id`` or of every round; dicts with the ``round_wagers`` columns."""
+        sql = "SELECT * FROM round_wagers WHERE status='open'" + (" AND round_id=?" if round_id else "")
+        rows = self.db.execute(sql + " ORDER BY id", (round_id,) if round_id else ())
+        cols = [c[0] for c in rows.description]
+        return [dict(zip(cols, r)) for r in rows.fetchall()]
+
+    def round_decided(self, round_id: str) -> int:
+        """The round has a result (``results`` envelope): its open placements are no longer
+        returned when a later round opens (a live no roll ends the round, its wagers stay on the
+        layout for the next throw, 9 NYCRR 5324.52(k)). Returns the rows marked."""
+        cur = self.db.execute("UPDATE round_wagers SET status='decided' WHERE status='open' AND round_id=?",
+                              (round_id,))
+        return cur.rowcount
+
+    def return_round_wagers(self, why: str, *, round_id: str | None = None, keep: str | None = None,
+                            since=None, seq: int | None = None) -> list[dict]:
+        """Return (refund) the wagers placed for a round that no throw may decide: an abandoned
+        round, or wagers stamped at or after the round's no more bets ("Wagers shall be made
+        before the dice are rolled", 9 NYCRR 5324.52(c)(1); N.J.A.C. 13:47-20.25(h)1). Each
+        placement still ``open`` comes off the layout (stake and any vig taken at placement
+        credited, cents) in ONE transaction with a ``round-return`` event row per wager;
+        idempotent: a placement returned once is ``returned`` and a replayed envelope finds
+        nothing more to return.
+
+        Args:
+            why: the cause, recorded and returned.
+            round_id: the round; ``None``: every round but ``keep``.
+            keep: with ``round_id`` ``None``, the round whose wagers stay.
+            since: a timezone-aware ``datetime``: only placements stamped at or after it.
+            seq: the bus seq of the envelope that caused it (recorded).
+
+        Returns:
+            one dict per wager returned: ``round_id``, ``player``, ``wid``, ``kind``, ``cents``
+            (credited), ``why``.
+        """
+        rows = [r for r in self.open_round_wagers(round_id) if keep is None or r["round_id"] != keep]
+        if since is not None:
+            rows = [r for r in rows if datetime.fromisoformat(r["placed_at"]) >= since]
+        if not rows:
+            return []
+        t = copy.copy(self.table)
+        out = []
+        for r in rows:
+            w = next((x for x in t.wagers if x.wid == r["wid"]), None)
+            amount = min(r["amount"], w.amount) if w is not None else 0
+            vig = min(r["vig"], w.vig_paid) if w is not None else 0
+            if w is not None:
+                left = w.amount - amount
+                t.wagers = tuple(x for x in t.wagers if x is not w) if left <= 0 else tuple(
+                    x.with_(amount=left, vig_paid=w.vig_paid - vig) if x is w else x for x in t.wagers)
+            out.append({"id": r["id"], "round_id": r["round_id"], "player": r["player"], "wid": r["wid"],
+                        "kind": w.kind if w is not None else None, "cents": amount + vig, "why": why})
+        now = _utc()
+
+        def fn():
+            for o in out:
+                self._add(o["player"], o["cents"])
+                self._event("round-return", o["player"], {"round_id": o["round_id"], "wid": o["wid"],
+                                                          "why": why, "seq": seq}, o["cents"])
+                self.db.execute("UPDATE round_wagers SET status='returned', seq=?, why=?, utc=? WHERE id=?",
+                                (seq, why, now, o["id"]))
+        self._commit(t, fn)
+        return out
 
     def remove(self, req: dict):
         """Remove or reduce a wager; credits what comes back. Raises Rejected (also recorded)."""
@@ -270,6 +362,8 @@ class Session:
         def fn():
             self.db.execute("INSERT INTO rolls VALUES(?,?,?,?,?,?)", (seq, int(dice[0]), int(dice[1]),
                                                                       point_before, outcome, now))
+            # every wager placed for a round so far rode this roll: never returned afterwards
+            self.db.execute("UPDATE round_wagers SET status='rode', seq=? WHERE status='open'", (seq,))
             for s in out:
                 bal = self._add(s.player, s.returned)
                 self.db.execute(

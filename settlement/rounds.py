@@ -11,11 +11,23 @@ terminal stamps each wager with the round it is for and the UTC time it was plac
 :class:`settlement.engine.Rejected` naming what is wrong:
 
 1. it carries a ``round_id`` and a ``placed_at`` with a time zone;
-2. the gate has seen that round's ``bets-open`` (an unknown round is refused: it may be a guess);
+2. the gate has seen that round's ``bets-open`` (an unknown round is refused: it may be a guess)
+   and it is the current round: the last ``bets-open`` seen (a round left open by a table that
+   stopped or restarted is refused, whatever its stamp says);
 3. ``placed_at`` is not before the round's ``bets-open`` envelope time;
 4. the gate has not seen the round's ``no-more-bets`` (received after it, the wager is late,
    whatever its stamp says), and ``placed_at`` is before the ``no-more-bets`` time when known;
-5. the round was not abandoned (a technician's ``resumed`` names it) and has no result.
+5. the round was not abandoned (a technician's ``resumed`` names it, a later ``bets-open`` or
+   the table's ``"state"`` ``"start"`` envelope left it without a result) and has no result.
+
+Returns: :meth:`RoundGate.observe` says which accepted wagers settlement must return (refund,
+a void: no throw decided them) with :class:`Return` values:
+
+* an abandoned round (``resumed`` with ``abandoned``; a ``bets-open`` of another round while it
+  had no ``results``; the table's ``start``): every wager placed for it still untouched by a roll;
+* ``no-more-bets``: the wagers of that round stamped at or after the close time (accepted
+  because they reached settlement before the close envelope: a close and a throw published in
+  the same instant race the terminal's wager on the bus).
 
 The rule: "Wagers shall be made before the dice are rolled" (9 NYCRR 5324.52(c)(1)); "All bets
 shall be made before the dice are thrown" (N.J.A.C. 13:47-20.25(h)1). The paragraph's exception
@@ -31,7 +43,7 @@ from datetime import datetime
 
 from .engine import Rejected
 
-__all__ = ["RoundGate", "RoundInfo", "RULE", "parse_utc"]
+__all__ = ["RoundGate", "RoundInfo", "Return", "RULE", "parse_utc"]
 
 RULE = "9 NYCRR 5324.52(c)(1); N.J.A.C. 13:47-20.25(h)1"
 
@@ -62,6 +74,25 @@ class RoundInfo:
     closed: datetime | None = None
     decided: bool = False
     abandoned: bool = False
+    #: why it was abandoned (in the refusal's reason)
+    abandoned_why: str = "table stopped"
+
+
+@dataclass(frozen=True)
+class Return:
+    """Wagers placed for rounds that settlement must return (one ledger transaction).
+
+    Attributes:
+        why: the cause, for the ledger and the log (e.g. ``"abandoned"``).
+        round_id: the round whose wagers are returned; ``None``: every round but ``keep``.
+        keep: with ``round_id`` ``None``, the round whose wagers stay (the one just opened).
+        since: only the wagers stamped (``placed_at``) at or after this UTC time; ``None``: all.
+    """
+
+    why: str
+    round_id: str | None = None
+    keep: str | None = None
+    since: datetime | None = None
 
 
 class RoundGate:
@@ -76,22 +107,43 @@ class RoundGate:
         self.rounds: dict[str, RoundInfo] = {}
         self.current: str | None = None
 
-    def observe(self, env: dict) -> None:
-        """Apply one envelope (others than topic ``"round"`` are ignored).
+    def observe(self, env: dict) -> list[Return]:
+        """Apply one envelope (others than topic ``"round"``, and ``"state"`` ``"start"``, are
+        ignored) and say which accepted wagers must be returned.
+
+        * ``bets-open``: the round becomes the current one; every earlier round without a
+          result is abandoned (the table restarted or stopped without telling);
+        * ``state`` ``start`` (the table's process started): every round without a result is
+          abandoned and no round is current until the next ``bets-open``;
+        * ``resumed`` with ``abandoned``: that round is abandoned;
+        * ``no-more-bets``: the round closes; wagers stamped at or after the close are returned.
+
+        Returns:
+            the :class:`Return` instructions for the ledger (possibly empty).
 
         Raises:
-            ValueError: a round envelope without ``round_id``/``event`` or a bad ``ts``.
+            ValueError: a round envelope without ``round_id``/``event`` or a bad ``ts`` (the
+                message names the envelope ``seq``; nothing is changed).
         """
-        if env.get("topic") != "round":
-            return
         body = env.get("body") or {}
+        if env.get("topic") == "state" and isinstance(body, dict) and body.get("event") == "start":
+            for info in self.rounds.values():
+                if not info.decided and not info.abandoned:
+                    info.abandoned, info.abandoned_why = True, "the table restarted"
+            self.current = None
+            return [Return("abandoned: the table restarted")]
+        if env.get("topic") != "round":
+            return []
         event, rid = body.get("event"), body.get("round_id")
         if event == "resumed":
-            if body.get("abandoned") in self.rounds:
-                self.rounds[body["abandoned"]].abandoned = True
-            return
+            gone = body.get("abandoned")
+            if isinstance(gone, str) and gone:
+                if gone in self.rounds:
+                    self.rounds[gone].abandoned = True
+                return [Return("abandoned: the table stopped", round_id=gone)]
+            return []
         if event == "stopped":
-            return
+            return []
         if not isinstance(rid, str) or not isinstance(event, str):
             raise ValueError(f"round envelope seq {env.get('seq')}: body needs 'round_id' and 'event'")
         try:
@@ -99,20 +151,25 @@ class RoundGate:
         except Rejected as exc:
             raise ValueError(f"round envelope seq {env.get('seq')}: {exc.reason}") from None
         if event == "bets-open":
+            for info in self.rounds.values():
+                if info.round_id != rid and not info.decided and not info.abandoned:
+                    info.abandoned, info.abandoned_why = True, f"left without a result; round {rid} opened"
             self.rounds[rid] = RoundInfo(rid, ts)
             self.current = rid
             while len(self.rounds) > self.keep:
                 del self.rounds[next(iter(self.rounds))]
-            return
+            return [Return(f"abandoned: round {rid} opened", keep=rid)]
         info = self.rounds.get(rid)
         if info is None:
-            return
+            return []
         if event == "no-more-bets" and info.closed is None:
             info.closed = ts
-        elif event == "results":
+            return [Return("placed at or after no more bets", round_id=rid, since=ts)]
+        if event == "results":
             info.decided = True
             if info.closed is None:
                 info.closed = ts
+        return []
 
     def check(self, wager: dict) -> RoundInfo:
         """Accept or refuse a wager stamped with its round (see the module docstring).
@@ -131,9 +188,11 @@ class RoundGate:
         if info is None:
             raise Rejected(f"round {rid} is not open for bets (unknown round)", RULE)
         if info.abandoned:
-            raise Rejected(f"round {rid} was abandoned (table stopped)", RULE)
+            raise Rejected(f"round {rid} was abandoned ({info.abandoned_why})", RULE)
         if info.decided:
             raise Rejected(f"round {rid} is decided", RULE)
+        if rid != self.current:
+            raise Rejected(f"round {rid} is not the current round ({self.current or 'none open'})", RULE)
         if placed < info.opened:
             raise Rejected(f"placed at {placed.isoformat()}, before round {rid} opened at {info.opened.isoformat()}",
                            RULE)

@@ -14,6 +14,10 @@ in sequence order:
 * topic ``"state"`` with ``event: "decide-only"`` and ``on``: the rolls made only to decide
   the remaining come and don't come wagers start or end (9 NYCRR 5324.52(i)(2); N.J.A.C.
   13:69F-1.11(b)), applied once per ``seq``.
+* topic ``"round"`` (and the table's ``"state"`` ``"start"``): the round gate
+  (settlement/rounds.py) that accepts terminals' wagers (:meth:`EnvelopeApplier.place_for_round`);
+  the wagers of an abandoned round, or stamped at or after no more bets, are returned
+  (9 NYCRR 5324.52(c)(1); docs/messages.md#round).
 * anything else (no roll, boxperson call, other state, alarm): acknowledged, nothing settled
   (9 NYCRR 5324.52(k): a no roll decides nothing).
 * a roll or state message settlement cannot apply (dice that are not two faces 1..6, a
@@ -372,9 +376,10 @@ class EnvelopeApplier:
             raise RollMessageError(f"seq {seq} ({env.get('topic')}): {problem}: the table's message cannot be "
                                    "settled; settlement stops here without acknowledging it (nothing skipped)")
         body = env.get("body") or {}
-        if env.get("topic") == "round":
-            self.rounds.observe(env)
-            return 0
+        if env.get("topic") == "round" or (env.get("topic") == "state" and body.get("event") == "start"):
+            self._round_envelope(env, body)
+            if env.get("topic") == "round":
+                return 0
         if env.get("topic") == "state" and body.get("event") == "new-shooter":
             cause = body.get("cause", "voluntary")
             try:
@@ -430,12 +435,48 @@ class EnvelopeApplier:
         return 1
 
 
+    def _round_envelope(self, env: dict, body: dict) -> None:
+        """A ``"round"`` envelope, or the table's ``"state"`` ``"start"``: the round gate, then
+        the wagers it says to return (settlement/rounds.py), in one ledger transaction each,
+        one line logged per wager returned. Idempotent on replay (a returned wager stays so).
+
+        Raises:
+            RollMessageError: a round envelope without ``round_id``/``event`` or with a bad
+                ``ts`` (a defect of the table; nothing changed, the caller must not ack).
+        """
+        from .rounds import RULE
+
+        seq = env["seq"]
+        try:
+            returns = self.rounds.observe(env)
+        except ValueError as exc:
+            raise RollMessageError(f"seq {seq} (round): {exc}: the table's message cannot be applied; "
+                                   "settlement stops here without acknowledging it (nothing skipped)") from None
+        if env.get("topic") == "round" and body.get("event") == "results" and isinstance(body.get("round_id"), str):
+            self.sess.round_decided(body["round_id"])
+        for r in returns:
+            for o in self.sess.return_round_wagers(r.why, round_id=r.round_id, keep=r.keep, since=r.since, seq=seq):
+                self.on_line(f"round {o['round_id']} {o['why']} (seq={seq}): {o['player']} {o['kind'] or 'wager'} "
+                             f"wid {o['wid']} returned {_money(o['cents'])}, balance "
+                             f"{_money(self.sess.balance(o['player']))} [{RULE}]")
+
     def place_for_round(self, req: dict):
         """Place a terminal's wager stamped with ``round_id`` and ``placed_at`` (see
-        settlement/rounds.py): refused with :class:`Rejected` when stamped or received after its
-        round closed (9 NYCRR 5324.52(c)(1)), else placed on the ledger like any wager."""
+        settlement/rounds.py) and record the placement with its round in the ledger.
+
+        Returns:
+            the wager as now on the layout (:class:`settlement.wagers.Wager`; cents).
+
+        Raises:
+            Rejected: the round is unknown, not the current one, closed, decided or abandoned,
+                or the wager was stamped or received after its round closed (9 NYCRR
+                5324.52(c)(1); N.J.A.C. 13:47-20.25(h)1); or the wager itself is illegal.
+                An accepted wager is returned later if its round is abandoned or it proves
+                stamped at or after no more bets (:meth:`_round_envelope`).
+        """
         self.rounds.check(req)
-        return self.sess.place({k: v for k, v in req.items() if k not in ("round_id", "placed_at")})
+        return self.sess.place({k: v for k, v in req.items() if k not in ("round_id", "placed_at")},
+                               round_id=req["round_id"], placed_at=req["placed_at"])
 
 
 def _outcome(sess) -> str:

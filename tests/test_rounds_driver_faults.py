@@ -1,0 +1,283 @@
+"""Round driver faults (controller/automation.py, controller/rounds.py): dice that never rest,
+motion nobody commanded during a boxperson call, a stale boxperson decision, a bus failure
+cleared by resume, ``rethrown`` listing only no rolls, the throw guard interval."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from controller.automation import RoundDriver
+from controller.lifecycle import READ_VERDICT, STEP_READ, STEP_THROW, STEP_TIMEOUT, RollLifecycle, SceneDie
+from controller.reasons import Reason
+from controller.rounds import RoundCycle, RoundsConfig
+from controller.verdict import Verdict
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+
+def _rig(cfg, lc):
+    clk, ev, faults, starts = Clock(), [], [], []
+
+    class Shaker:
+        def start(self, *a):
+            starts.append(clk.t)
+
+    cyc = RoundCycle("T1", cfg, mode="automated", clock=lambda: clk.t, publish=ev.append)
+    drv = RoundDriver(cyc, lifecycle=lc, shaker=Shaker(), wall=lambda: clk.t,
+                      raise_fault=lambda w, m: faults.append((round(clk.t, 3), w, m)))
+    return clk, ev, faults, starts, cyc, drv
+
+
+def _run(clk, drv, lc, starts, until, moving, *, read=lambda: Verdict(kind="roll", reason=None, dice=(4, 2)),
+         scene=(SceneDie(4, 100, 100), SceneDie(2, 300, 200)), dt=1 / 30, done_after=1.0):
+    """Frames in TableService.process's order, at most (until - t) / dt of them."""
+    n = [0]
+    done = set()
+    for _ in range(int((until - clk.t) / dt) + 1):
+        if clk.t >= until:
+            break
+        for s in starts:
+            if s not in done and clk.t >= s + done_after:
+                done.add(s)
+                drv.shaker_done("completed")
+        m = moving(clk.t)
+        forced = drv.on_frame(clk.t, m)
+        step = lc.on_frame(clk.t, m)
+        if forced is not None:
+            n[0] += 1
+            drv.verdict_published({"roll_id": f"F{n[0]}", "verdict": forced.kind,
+                                   "reason": forced.reason.value, "dice": None}, clk.t)
+        if step.kind == STEP_THROW:
+            drv.throw_started(clk.t)
+        elif step.kind == STEP_TIMEOUT:
+            n[0] += 1
+            drv.verdict_published({"roll_id": f"R{n[0]}", "verdict": "no-roll", "reason": "not-at-rest",
+                                   "dice": None}, clk.t)
+        elif step.kind == STEP_READ and lc.on_read(scene) == READ_VERDICT:
+            v = drv.review(read(), clk.t)
+            n[0] += 1
+            drv.verdict_published({"roll_id": f"R{n[0]}", "verdict": v.kind,
+                                   "reason": v.reason.value if v.reason else None,
+                                   "dice": list(v.dice) if v.dice else None}, clk.t)
+        clk.t = round(clk.t + dt, 6)
+
+
+CFG4 = RoundsConfig(bets_open_s=1, min_round_s=0, results_s=0.5, shake_ms=1000, no_motion_s=1.0,
+                    max_rethrows=5, throw_timeout_s=20.0)
+
+
+def test_no_rethrow_while_the_dice_still_settle_after_not_at_rest():
+    """r4 (a): after a not-at-rest no roll (9 NYCRR 5324.52(k)(2)(vi)) the lifecycle settles;
+    the re-throw waits for it: no false dice-did-not-move, the re-throw's dice decide."""
+    lc = RollLifecycle(still_frames=5, rest_timeout_s=3.0)
+    clk, ev, faults, starts, cyc, drv = _rig(CFG4, lc)
+    # the first throw's dice move until 7.0 s (timeout at ~4.2 s), the re-throw's 1.5 s
+    _run(clk, drv, lc, starts, 10.0,
+         lambda t: any(s + 0.1 <= t < (7.0 if i == 0 else s + 1.5) for i, s in enumerate(starts)))
+    verdicts = [(e["verdict"], e["reason"]) for e in ev if e["event"] == "verdict"]
+    assert verdicts[:2] == [("no-roll", "not-at-rest"), ("roll", None)]
+    assert len(starts) >= 2 and starts[1] > 7.0      # not re-thrown while the dice still moved
+    assert faults == []
+    res = [e for e in ev if e["event"] == "results"][0]
+    assert res["dice"] == [4, 2] and res["rethrown"] == ["R1"] and res["throw"] == 2
+
+
+def test_dice_that_never_rest_stop_the_table_at_the_throw_deadline():
+    """r4 (b): motion that never stops: the throw's wall-clock deadline stops the table."""
+    lc = RollLifecycle(still_frames=5, rest_timeout_s=3.0)
+    clk, ev, faults, starts, cyc, drv = _rig(CFG4, lc)
+    _run(clk, drv, lc, starts, 40.0, lambda t: bool(starts) and t >= starts[0] + 0.1)
+    assert cyc.stopped and len(starts) == 1
+    assert [f[1] for f in faults] == ["throw-timeout"]
+    assert abs(faults[0][0] - (starts[0] + 20.0)) < 0.05
+    assert cyc.stop_cause.startswith("throw-timeout: throw 1 of round T1-000001 not decided within 20.0 s")
+
+
+def test_motion_nobody_commanded_during_a_boxperson_call_is_no_result():
+    """r5: a boxperson call pending (round at verdict), the dice move with no shaker command:
+    the reading is a no roll table-fault, the table stops (unscheduled-throw), no results."""
+    lc = RollLifecycle(still_frames=3, rest_timeout_s=10)
+    lc.phase = "waiting"
+    cfg = RoundsConfig(bets_open_s=1, min_round_s=0, results_s=0.5)
+    clk, ev, faults, starts, cyc, drv = _rig(cfg, lc)
+    kind = {"k": "boxperson"}
+    _run(clk, drv, lc, starts, 3.0, lambda t: 1.1 <= t < 2.0, dt=0.05, done_after=1.5,
+         read=lambda: Verdict(kind=kind["k"], reason=None, dice=(3, 4) if kind["k"] == "roll" else None),
+         scene=(SceneDie(3, 100, 100), SceneDie(4, 200, 100)))
+    assert cyc.phase == "verdict" and [e["verdict"] for e in ev if e["event"] == "verdict"] == ["boxperson"]
+    kind["k"] = "roll"
+    out = []
+    real_review = drv.review
+    drv.review = lambda v, t: out.append(real_review(v, t)) or out[-1]
+    _run(clk, drv, lc, starts, 6.0, lambda t: 4.0 <= t < 4.3, dt=0.05, done_after=1.5,
+         read=lambda: Verdict(kind="roll", reason=None, dice=(3, 4)),
+         scene=(SceneDie(3, 100, 100), SceneDie(4, 260, 140)))
+    assert [(v.kind, v.reason) for v in out] == [("no-roll", Reason.TABLE_FAULT)]
+    assert cyc.stopped and cyc.stop_cause.startswith("unscheduled-throw")
+    assert [e["event"] for e in ev].count("results") == 0
+    assert len(starts) == 1
+
+
+def test_unscheduled_boxperson_reading_is_a_table_fault_no_roll():
+    """r6: a boxperson call is never published for dice the rig did not throw (bets open)."""
+    cfg = RoundsConfig(bets_open_s=5, min_round_s=0)
+
+    class LC:
+        phase = "waiting"
+
+        def arm(self):
+            pass
+
+    clk, ev, faults, starts, cyc, drv = _rig(cfg, LC())
+    drv.on_frame(0.0, False)
+    drv.throw_started(0.3)
+    v = drv.review(Verdict(kind="boxperson", reason=Reason.FACE_UNREADABLE, dice=None), 0.6)
+    assert (v.kind, v.reason) == ("no-roll", Reason.TABLE_FAULT)
+
+
+def test_decision_for_a_call_of_an_abandoned_round_is_stale(tmp_path):
+    """r6: a boxperson call, the table stops and a technician resumes, a new round opens: the
+    decision that comes after is refused (stale-decision), never a roll settling the new round."""
+    from camera.base import Frame
+    from controller.automation import attach_rounds
+    from controller.boxperson import Decision
+    from controller.verdict import ThrowFacts
+    from test_controller_service import make_service, scene_image
+
+    rolls: list[dict] = []
+
+    class Pub:
+        def publish(self, topic, body):
+            if topic == "roll":
+                rolls.append(body)
+            return {"seq": 0}
+
+        def close(self):
+            pass
+
+    svc = make_service(Path(tmp_path), Pub())
+
+    class Obs:
+        pending: list = []
+
+        def __call__(self, readings, frame):
+            return svc._observe(readings), ThrowFacts()
+
+        def decisions(self):
+            out, self.pending = self.pending, []
+            return out
+
+    svc.observe = obs = Obs()
+    faults = []
+    real_raise = svc._raise_fault
+    svc._raise_fault = lambda w, m: (faults.append(w), real_raise(w, m))
+    throws = []
+
+    class Shaker:
+        def start(self, *a):
+            throws.append(svc._now)
+
+    drv = attach_rounds(svc, RoundsConfig(bets_open_s=0.3, min_round_s=0, results_s=0.2, shake_ms=100),
+                        mode="automated", shaker=Shaker(), wall=lambda: svc._now, prefix="T1-R")
+    svc._raise_fault = lambda w, m: (faults.append(w), real_raise(w, m))
+    drv._raise = svc._raise_fault
+    svc.start()
+    st = {"t": 0.0, "i": 0}
+
+    def frame(dice):
+        svc.process(Frame(scene_image(dice), st["t"], st["i"]))
+        st["t"] += 1 / 30
+        st["i"] += 1
+        if throws and drv.shaking and st["t"] > throws[-1] + 0.1:
+            drv.shaker_done("completed")
+
+    for _ in range(15):
+        if throws:
+            break
+        frame([])
+    assert throws, "the rig threw"
+    for k in range(6, 0, -1):
+        frame([(0, 100 - 6 * k, 100), (4, 160 - 6 * k, 100)])     # die 1 unreadable
+    for _ in range(10):
+        frame([(0, 100, 100), (4, 160, 100)])
+    call = svc.store.verdicts(1)[-1]
+    assert call["verdict"] == "boxperson" and drv.awaits_decision(call["roll_id"])
+    drv.cycle.stop("technician: test")
+    drv.resume("tech-7")
+    for _ in range(3):
+        frame([(0, 100, 100), (4, 160, 100)])
+    assert drv.cycle.phase == "bets-open" and drv.cycle.round.number == 2
+    assert not drv.awaits_decision(call["roll_id"])
+    obs.pending.append(Decision(roll_id=call["roll_id"], reason="face-unreadable", outcome="dice", dice=(6, 1),
+                                who="box-1", at_utc=datetime.now(timezone.utc).isoformat(), latency_s=9.0))
+    frame([(0, 100, 100), (4, 160, 100)])
+    assert [r["verdict"] for r in rolls] == ["boxperson"]
+    assert "stale-decision" in faults
+
+
+def test_bus_failure_is_cleared_by_resume():
+    """r7: after a failed publish and a technician's resume (the bus back), the table runs."""
+    clk, ev, fail = Clock(), [], {"n": 1}
+    holder = []
+
+    def publish(body):
+        try:
+            if body["event"] == "no-more-bets" and fail["n"]:
+                fail["n"] -= 1
+                raise ConnectionError("bus down")
+            ev.append(body["event"])
+        except ConnectionError as exc:
+            holder[0].bus_failed = f"{type(exc).__name__}: {exc}"
+
+    class LC:
+        phase = "waiting"
+
+        def arm(self):
+            pass
+
+    starts = []
+    cyc = RoundCycle("T1", RoundsConfig(bets_open_s=1, min_round_s=0), mode="automated",
+                     clock=lambda: clk.t, publish=publish)
+    drv = RoundDriver(cyc, lifecycle=LC(), shaker=type("S", (), {"start": lambda s, *a: starts.append(clk.t)})(),
+                      wall=lambda: clk.t, raise_fault=lambda w, m: None)
+    holder.append(drv)
+    for k in range(40):
+        clk.t = k * 0.1
+        if k == 20:
+            drv.resume("tech-7")
+        drv.on_frame(clk.t, False)
+    assert ev == ["bets-open", "stopped", "resumed", "bets-open", "no-more-bets", "throw"]
+    assert drv.bus_failed is None and cyc.phase == "throw" and starts == [3.0]
+
+
+def test_rethrown_lists_only_no_rolls():
+    """r8: results.rethrown: the no rolls re-thrown, not a boxperson call decided with dice."""
+    ev = []
+    c = RoundCycle("T1", RoundsConfig(), clock=lambda: 0.0, publish=ev.append)
+    c.open(); c.close_bets("window"); c.throw("shaker"); c.motion(); c.at_rest()
+    assert c.verdict("R1", "no-roll", "die-outside-area") == "rethrow"
+    c.throw("shaker")
+    assert c.verdict("R2", "boxperson", "face-unreadable") == "wait"
+    assert c.verdict("R3", "roll", None, (6, 1)) == "results"
+    assert ev[-1]["event"] == "results" and ev[-1]["rethrown"] == ["R1"]
+
+
+def test_throw_guard_interval_delays_the_shaker():
+    """r3 (option): [rounds] throw_guard_s between no-more-bets and the SHAKER command."""
+    class LC:
+        phase = "waiting"
+
+        def arm(self):
+            pass
+
+    cfg = RoundsConfig(bets_open_s=1, min_round_s=0, throw_guard_s=0.25)
+    clk, ev, faults, starts, cyc, drv = _rig(cfg, LC())
+    for k in range(40):
+        clk.t = round(k * 0.05, 6)
+        drv.on_frame(clk.t, False)
+    closes = [e["t"] for e in ev if e["event"] == "no-more-bets"]
+    assert closes == [1.0] and starts == [1.25]
+    assert [e["t"] for e in ev if e["event"] == "throw"] == [1.25]
