@@ -10,11 +10,13 @@ loop (at least every 100 ms), what state the table must be in::
     health.frame(now, frame_digest(frame.image), frame_level(frame.image))  # every frame read
     health.frame_error(now, "usb:0: read failed")     # FrameError from the source
     # the firmware bridge (serial link to the table microcontroller)
-    health.bridge(now, up=True)                       # link came up / any message received
+    health.bridge(now, up=True)                       # link came up (or rolls allowed again)
     health.bridge(now, up=False, detail="serial port closed")
+    health.bridge_traffic(now)                        # any frame received from the microcontroller
     # the roll bus
-    health.bus(now, up=True)                          # a publish / heartbeat succeeded
+    health.bus(now, up=True)                          # a publish succeeded
     health.bus(now, up=False, detail="publish timed out")
+    health.bus_traffic(now)                           # a heartbeat was sent
     status = health.check(now)                        # -> HealthStatus
     if status.changed:                                # a fault entered or cleared
         publisher.publish("alarm", status.alarm_body())
@@ -164,10 +166,15 @@ class HealthMonitor:
     and call in the other) is taken as the latest. Further back raises ``ValueError`` (a wrong
     clock).
 
-    Wiring the firmware bridge (``firmware_bridge.link.FirmwareLink``)::
+    Wiring the firmware bridge (``firmware_bridge.link.FirmwareLink``) and the bus publisher
+    (``bus.publisher.RollPublisher``)::
 
         link.add_link_listener(lambda st: health.bridge(time.monotonic(), st.up and st.rolls_allowed,
                                                         st.reason))
+        link.add_rx_listener(lambda t: health.bridge_traffic(time.monotonic()))   # every frame
+        publisher.add_heartbeat_listener(lambda sent: sent and health.bus_traffic(time.monotonic()))
+
+    (``controller.service_cli.build_service`` does this.)
     """
 
     MAX_REORDER_S = 1.0
@@ -241,6 +248,20 @@ class HealthMonitor:
             self._bridge_detail = detail
             if up:
                 self._bridge_seen = now
+
+    def bridge_traffic(self, now: float) -> None:
+        """A message (a heartbeat, an event, an acknowledgement) came from the microcontroller at
+        ``now``: restarts the ``bridge_timeout_s`` clock. Does not change whether the bridge is
+        up (only :meth:`bridge` does), so a link that is down or refuses rolls stays a fault."""
+        with self._lock:
+            self._bridge_seen = self._time(now)
+
+    def bus_traffic(self, now: float) -> None:
+        """The bus publisher sent a heartbeat at ``now``: restarts the ``bus_timeout_s`` clock of
+        an idle table (no roll for minutes is no fault). Does not change whether the bus is up
+        (only :meth:`bus` does: a publish that failed stays ``bus-down``)."""
+        with self._lock:
+            self._bus_seen = self._time(now)
 
     def bus(self, now: float, up: bool, detail: str = "") -> None:
         """A publish or heartbeat on the roll bus succeeded (``up``) or failed."""

@@ -470,7 +470,26 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
     service.live = type(source).__module__ in ("camera.usb", "camera.picamera2_source")  # newest frames only
     if link is not None:
         connect_firmware_inputs(link, service, require_bridge=cfg.health.require_bridge)
+    connect_bus_health(publisher, service)
     return service, publisher
+
+
+def connect_bus_health(publisher, service: TableService) -> None:
+    """Feed the publisher's heartbeats to the service's health monitor (``service.health``,
+    when it has one): each heartbeat the bus takes restarts ``[health] bus_timeout_s``, so an
+    idle table (no roll for longer than the timeout) is not ``bus-silent``. A publisher without
+    heartbeats (``add_heartbeat_listener``, e.g. a test's list) is left alone."""
+    add = getattr(publisher, "add_heartbeat_listener", None)
+    if add is None:
+        return
+
+    def on_heartbeat(sent: bool) -> None:
+        if sent and service.health is not None:
+            import time
+
+            service.health.bus_traffic(time.monotonic())
+
+    add(on_heartbeat)
 
 
 def open_input_link(cfg: TableConfig):
@@ -498,7 +517,8 @@ def connect_firmware_inputs(link, service: TableService, *, require_bridge: bool
     (9 NYCRR 5324.52(i)(1), N.J.A.C. 13:69F-1.11(a)), far-wall strikes go to the irregularity
     detectors (5324.52(k)(2)(ii)) through a ``firmware_bridge.events.WallStrikeLog`` on the
     frame clock (the detectors count the strikes between the throw's start and its rest), the
-    link going down or up raises or clears a fault.
+    link going down or up raises or clears a fault, and every frame received from the
+    microcontroller restarts ``[health] bridge_timeout_s`` (``HealthMonitor.bridge_traffic``).
 
     With a health monitor (``service.health``) the link is also a health input: the table is in
     its safe state (no roll accepted) while ``rolls_allowed`` is false (``[firmware]
@@ -530,8 +550,16 @@ def connect_firmware_inputs(link, service: TableService, *, require_bridge: bool
                                  "far-wall sensor not working (firmware.require_wall_sensor)")
             service.health.bridge(time.monotonic(), ok, why or "firmware link down")
 
+    def on_rx(_arrived: float) -> None:  # every frame from the MCU: [health] bridge_timeout_s
+        if service.health is not None:
+            import time
+
+            service.health.bridge_traffic(time.monotonic())
+
     link.add_event_listener(on_event)
     link.add_link_listener(on_status)
+    if hasattr(link, "add_rx_listener"):
+        link.add_rx_listener(on_rx)
 
 
 def _source_calibration(source: object):

@@ -246,3 +246,28 @@ def test_dark_or_blinded_camera():
     off.frame(0.0, b"x", 0.0)
     off.frame(0.9, b"y", 0.0)
     assert not off.check(0.9).safe_state
+
+
+def test_bridge_and_bus_traffic_keep_a_quiet_table_healthy():
+    """Heartbeats from the MCU and the bus publisher count as traffic: a table with no link
+    change and no roll for longer than the timeouts stays open."""
+    tb = healthy_table(bridge_timeout_s=1.0, bus_timeout_s=1.0)
+    for _ in range(15):  # 3 s of heartbeats every 0.2 s and nothing else
+        tb.h.bridge_traffic(tb.t)
+        tb.h.bus_traffic(tb.t)
+        st = tb.run(0.2)
+        assert not st.safe_state, st.reasons
+    tb.run(1.2)  # the heartbeats stop: silent
+    assert tb.log[-1][1].reasons == ("bridge-silent", "bus-silent")
+
+
+def test_traffic_does_not_clear_a_link_reported_down():
+    tb = healthy_table(bridge_timeout_s=1.0, bus_timeout_s=1.0)
+    tb.h.bridge(tb.t, up=False, detail="far-wall sensor not working")
+    tb.h.bus(tb.t, up=False, detail="publish: disk I/O error")
+    for _ in range(5):
+        tb.h.bridge_traffic(tb.t)
+        tb.h.bus_traffic(tb.t)
+        st = tb.run(0.2)
+    assert st.reasons == ("bridge-down", "bus-down")
+    assert st.details["bridge-down"] == "far-wall sensor not working"
