@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["HealthConfig", "HealthMonitor", "HealthStatus", "frame_digest", "frame_level", "REASONS"]
+__all__ = ["CameraGiveUp", "HealthConfig", "HealthMonitor", "HealthStatus", "frame_digest", "frame_level",
+           "REASONS"]
 
 REASONS = ("camera-no-frame", "camera-lost", "camera-frozen", "camera-error", "camera-dark", "camera-blinded",
            "bridge-down", "bridge-silent", "bus-down", "bus-silent")
@@ -75,6 +76,10 @@ class HealthConfig(BaseModel):
         require_bridge: the firmware bridge must have reported up (a table without one: false).
         require_bus: the roll bus must have reported up.
         recover_after_s: a fault must be gone this long before it clears.
+        restart_after_lost_s: the camera lost (``camera-lost``, or ``camera-no-frame`` since
+            start) for this long -> the service stops pinging systemd's watchdog and exits with
+            status 1, so that systemd restarts it and the camera is opened afresh (a hung read
+            never ends by itself; :class:`CameraGiveUp`). ``None`` = never.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -89,6 +94,7 @@ class HealthConfig(BaseModel):
     require_bridge: bool = True
     require_bus: bool = True
     recover_after_s: float = Field(0.5, ge=0)
+    restart_after_lost_s: float | None = Field(30.0, gt=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,3 +357,40 @@ class HealthMonitor:
                 cleared=tuple(sorted(cleared)),
                 since=self._safe_since,
             )
+
+
+class CameraGiveUp:
+    """Tells when a lost camera has lasted long enough that the service should give up and be
+    restarted (``[health] restart_after_lost_s``).
+
+    The frame source is read in a thread (``camera.pump.FramePump``), so a read that hangs for
+    ever does not stop the service loop, and the loop's watchdog pings would keep systemd from
+    ever restarting it: the table would stay in its safe state for good. The service asks
+    :meth:`update` on every loop and, once it returns true, stops pinging the watchdog and
+    exits with a non-zero status (``Restart=on-failure``).
+
+    Args:
+        after_s: seconds of ``camera-lost`` / ``camera-no-frame``; ``None`` = never give up.
+    """
+
+    REASONS = ("camera-lost", "camera-no-frame")
+
+    def __init__(self, after_s: float | None) -> None:
+        self.after_s = after_s
+        self.since: float | None = None
+
+    def update(self, now: float, status: HealthStatus | None) -> bool:
+        """Whether to give up at ``now`` (monotonic s), given the last :class:`HealthStatus`
+        (``None``: not checked yet). The clock starts at the first status with one of
+        :attr:`REASONS` and resets at a status without them."""
+        lost = status is not None and any(r in status.reasons for r in self.REASONS)
+        if not lost:
+            self.since = None
+            return False
+        if self.since is None:
+            self.since = now
+        return self.after_s is not None and now - self.since >= self.after_s
+
+    def lost_for(self, now: float) -> float:
+        """Seconds the camera has been lost at ``now`` (0 when it is not)."""
+        return 0.0 if self.since is None else max(0.0, now - self.since)

@@ -4,7 +4,8 @@
     the long-running service (stops at the end of a replay, on SIGTERM / Ctrl-C, or after
     ``--max-verdicts``). Exit status 0; 2 for a bad config key or value, a bad ``--source``,
     a replay with no readable photo (``camera.errors.BadInputError``) or missing bus keys; 1 when
-    the frame source fails.
+    the frame source fails, or when the camera has been lost for ``[health]
+    restart_after_lost_s`` (a hung read: the watchdog pings stop too, so systemd restarts it).
 
 ``craps-table demo [--rolls N] [--wall-sensor]``
     the service on the simulated table (or, where the simulator is not available, a replay of
@@ -20,6 +21,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -143,8 +145,12 @@ def _run_service(args: argparse.Namespace) -> int:
         if threading.current_thread() is threading.main_thread() else None
     from controller.sdnotify import SdNotify, Watchdog
 
+    from controller.health import CameraGiveUp
+
     notifier = SdNotify()  # no-op unless started by systemd (Type=notify)
     watchdog = Watchdog.from_env(notifier)
+    give_up = CameraGiveUp(cfg.health.restart_after_lost_s)
+    gave_up: list[float] = []  # seconds the camera had been lost when the service gave up
     try:
         try:
             metrics = build_metrics(cfg)
@@ -178,6 +184,14 @@ def _run_service(args: argparse.Namespace) -> int:
                 return 2
 
         def should_stop() -> bool:
+            now = time.monotonic()
+            if give_up.update(now, service.health_status):  # a hung camera read never ends:
+                if not gave_up:                              # no more pings, exit 1, restart
+                    gave_up.append(give_up.lost_for(now))
+                    log.error("camera lost for %.1f s ([health] restart_after_lost_s = %s): stopping "
+                              "with exit status 1 for systemd to restart the service",
+                              gave_up[0], cfg.health.restart_after_lost_s)
+                return True
             watchdog.tick()  # from the loop that does the work: a hung loop stops the pings
             if rounds is not None and args.max_rounds is not None and rounds.rounds_done >= args.max_rounds:
                 return True
@@ -202,7 +216,7 @@ def _run_service(args: argparse.Namespace) -> int:
                 metrics.close()
             notifier.close()
         log.info("stopped: %d frames, verdicts %s", stats.frames, stats.verdicts)
-        return 0
+        return 1 if gave_up else 0
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -485,8 +499,6 @@ def connect_bus_health(publisher, service: TableService) -> None:
 
     def on_heartbeat(sent: bool) -> None:
         if sent and service.health is not None:
-            import time
-
             service.health.bus_traffic(time.monotonic())
 
     add(on_heartbeat)
@@ -552,8 +564,6 @@ def connect_firmware_inputs(link, service: TableService, *, require_bridge: bool
 
     def on_rx(_arrived: float) -> None:  # every frame from the MCU: [health] bridge_timeout_s
         if service.health is not None:
-            import time
-
             service.health.bridge_traffic(time.monotonic())
 
     link.add_event_listener(on_event)

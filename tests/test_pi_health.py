@@ -271,3 +271,20 @@ def test_traffic_does_not_clear_a_link_reported_down():
         st = tb.run(0.2)
     assert st.reasons == ("bridge-down", "bus-down")
     assert st.details["bridge-down"] == "far-wall sensor not working"
+
+
+def test_camera_give_up_after_the_camera_stays_lost():
+    from controller.health import CameraGiveUp
+
+    tb = healthy_table()
+    give_up = CameraGiveUp(2.0)
+    tb.camera = "lost"
+    gave = []
+    for _ in range(30):  # 3 s in steps of 0.1 s
+        st = tb.run(0.1)
+        gave.append(give_up.update(tb.t, st))
+    first = gave.index(True)
+    assert 2.4 <= first * 0.1 + 0.1 <= 2.7  # lost after 0.5 s, then 2 s
+    tb.camera = "ok"  # frames again: the clock resets
+    assert not give_up.update(tb.t, tb.run(1.0)) and give_up.lost_for(tb.t) == 0.0
+    assert not CameraGiveUp(None).update(tb.t, st) and not CameraGiveUp(1.0).update(tb.t, None)

@@ -112,6 +112,23 @@ def test_fps_gauge_drops_when_frames_slow_down():
     assert m.value("craps_table_frames_per_second") == 5.0
 
 
+def test_fps_gauge_falls_to_zero_when_frames_stop():
+    """The gauge is computed when scraped: a camera that stops delivering frames shows 0 fps
+    within the window, not the rate of the last frame that came."""
+    clock = [500.0]
+    m = TableMetrics(fps_window_s=1.0, clock=lambda: clock[0])
+    for i in range(60):  # 2 s at 30 fps, the clock following
+        clock[0] = 500.0 + i / 30.0
+        m.frame(clock[0])
+    assert m.value("craps_table_frames_per_second") == 30.0
+    clock[0] += 0.5  # no frame for 0.5 s: half the window is empty
+    assert m.value("craps_table_frames_per_second") == 15.0
+    clock[0] += 1.0  # none for 1.5 s
+    assert m.value("craps_table_frames_per_second") == 0.0
+    assert m.value("craps_table_frames_total") == 60
+    assert TableMetrics().value("craps_table_frames_per_second") == 0.0  # no frame yet
+
+
 def test_metrics_http_endpoint_on_loopback():
     m = TableMetrics()
     port = m.serve(MetricsConfig(port=0))
