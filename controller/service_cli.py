@@ -147,8 +147,9 @@ def _run_service(args: argparse.Namespace) -> int:
 
     from controller.health import CameraGiveUp
 
-    notifier = SdNotify()  # no-op unless started by systemd (Type=notify)
-    watchdog = Watchdog.from_env(notifier)
+    notify_error = notify_error_logger()
+    notifier = SdNotify(on_error=notify_error)  # no-op unless started by systemd (Type=notify)
+    watchdog = Watchdog.from_env(notifier, on_error=notify_error)
     give_up = CameraGiveUp(cfg.health.restart_after_lost_s)
     gave_up: list[float] = []  # seconds the camera had been lost when the service gave up
     try:
@@ -163,11 +164,8 @@ def _run_service(args: argparse.Namespace) -> int:
         notifier.ready(f"table {cfg.table.id}: shooter {state.shooter}, point {state.point or 'off'}")
 
         def on_health(status) -> None:  # systemctl status shows why the table is closed
-            try:
-                notifier.status(f"SAFE STATE: {', '.join(status.reasons)}" if status.safe_state
-                                else f"table {cfg.table.id}: open")
-            except OSError as exc:
-                log.warning("sd_notify STATUS failed: %s", exc)
+            notifier.status(f"SAFE STATE: {', '.join(status.reasons)}" if status.safe_state
+                            else f"table {cfg.table.id}: open")
 
         service.on_health = on_health
         rounds = None
@@ -220,6 +218,26 @@ def _run_service(args: argparse.Namespace) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def notify_error_logger(env=None) -> Callable[[Exception], None]:
+    """The ``on_error`` of the service's :class:`controller.sdnotify.SdNotify` and watchdog: a
+    bad ``NOTIFY_SOCKET`` / ``WATCHDOG_USEC`` or a notification that cannot be sent is logged
+    (each distinct error once as a warning, repeats at debug level: a watchdog ping fails every
+    half period) and the service carries on; it never crashes it."""
+    import os
+
+    env = os.environ if env is None else env
+    seen: set[str] = set()
+
+    def report(exc: Exception) -> None:
+        text = f"{type(exc).__name__}: {exc}"
+        level = logging.DEBUG if text in seen else logging.WARNING
+        seen.add(text)
+        log.log(level, "sd_notify failed (NOTIFY_SOCKET=%r, WATCHDOG_USEC=%r): %s",
+                env.get("NOTIFY_SOCKET", ""), env.get("WATCHDOG_USEC", ""), text)
+
+    return report
 
 
 def open_frame_source(cfg: TableConfig, spec: str | None) -> FrameSource:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import controller.service_cli as service_cli
 from camera.base import Frame
@@ -123,3 +124,41 @@ def test_hung_camera_stops_the_watchdog_and_exits_1_for_a_restart(tmp_path, monk
     assert safe
     assert max(pings) < min(stopping)
     assert float(gave_up[0]["msg"].split()[3]) >= 1.0
+
+
+@pytest.mark.parametrize("env", [
+    {"NOTIFY_SOCKET": "{tmp}/nonexistent.sock", "WATCHDOG_USEC": "200000"},  # systemd gone
+    {"NOTIFY_SOCKET": "relative.sock"},
+    {"NOTIFY_SOCKET": "{tmp}/notify.sock", "WATCHDOG_USEC": "five seconds"},
+], ids=["socket-gone", "relative-socket", "bad-watchdog-usec"])
+def test_notify_errors_are_logged_and_the_service_runs_on(tmp_path, monkeypatch, capsys, env):
+    """A notification that cannot be sent, or a bad NOTIFY_SOCKET / WATCHDOG_USEC, is a warning
+    in the log: the service runs and stops as usual (here: the camera hangs, it gives up after
+    restart_after_lost_s and exits 1 with everything closed), instead of dying at READY=1 with
+    a traceback and nothing closed."""
+    config = service_config(tmp_path, "restart_after_lost_s = 0.5\n")
+    camera = HangingCamera(good_frames=10)
+    monkeypatch.setattr(service_cli, "open_frame_source", lambda cfg, spec: camera)
+    systemd = FakeSystemd(tmp_path / "notify.sock")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value.format(tmp=tmp_path))
+    monkeypatch.delenv("WATCHDOG_PID", raising=False)
+    if "WATCHDOG_USEC" not in env:
+        monkeypatch.delenv("WATCHDOG_USEC", raising=False)
+    try:
+        thread, out = run_in_thread(config, 30.0)
+        assert not thread.is_alive()
+    finally:
+        camera.close()
+        systemd.close()
+    assert out == {"status": 1}, out
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    warned = [r for r in lines if r["msg"].startswith("sd_notify failed")]
+    assert warned and warned[0]["level"] == "WARNING"
+    assert any(r["msg"].startswith("stopped:") for r in lines)  # closed down in order
+    said = [m for _, m in systemd.said]
+    if env["NOTIFY_SOCKET"].endswith("/notify.sock"):  # a good socket still hears the rest
+        assert said[0].startswith("READY=1") and any(m.startswith("STOPPING=1") for m in said)
+        assert "WATCHDOG=1" not in said
+    else:
+        assert said == []
