@@ -74,6 +74,57 @@ def test_stdout_is_journal_compares_device_and_inode(tmp_path):
         assert not stdout_is_journal(f, {"JOURNAL_STREAM": "junk"})
 
 
+class _NoStr:
+    def __str__(self):
+        raise RuntimeError("no str")
+
+    def __repr__(self):
+        raise RuntimeError("no repr either")
+
+
+def _strict_json(line: str) -> dict:
+    """json.loads as jq reads it: no NaN / Infinity, no lone surrogate escapes."""
+    def no_constant(name):
+        raise ValueError(f"{name} is not JSON")
+
+    obj = json.loads(line, parse_constant=no_constant)
+    assert line.isascii()
+    assert "\\ud" not in line.replace("\\\\", "")  # a lone surrogate escape: jq refuses it
+    return obj
+
+
+def test_no_line_is_ever_lost(capsys):
+    """Every record becomes one line of strict JSON, on an ASCII-only stream (C locale) too:
+    lone surrogates, non-string dict keys, NaN / infinities, circular values, objects whose
+    str() raises, a bad %-format. None of them gives a "--- Logging error ---"."""
+    circular: list = []
+    circular.append(circular)
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="ascii", errors="strict", write_through=True)
+    log = setup_logging("DEBUG", stream=stream, syslog_prefix=False, logger_name="craps_table.test_lost")
+    log.propagate = False
+    log.info("file %s", "photo-\udcff.png")  # a file name decoded with surrogateescape
+    log.info("déjà vu \u2028", extra={"who": "José"})
+    log.info("keys", extra={"d": {(1, 2): 3, 4: "four"}})
+    log.info("floats", extra={"nan": float("nan"), "inf": float("inf"), "ninf": -np.float64("inf"),
+                               "ok": 0.5})
+    log.info("circle", extra={"c": circular})
+    log.info("nostr", extra={"x": _NoStr()})
+    log.info("badfmt %d", "x")
+    stream.flush()
+    assert "Logging error" not in capsys.readouterr().err
+    lines = raw.getvalue().decode("ascii").splitlines()
+    assert len(lines) == 7
+    recs = [_strict_json(line) for line in lines]
+    assert recs[0]["msg"] == "file photo-\\udcff.png"
+    assert recs[1]["msg"] == "déjà vu \u2028" and recs[1]["who"] == "José"
+    assert recs[2]["d"] == {"(1, 2)": 3, "4": "four"}
+    assert (recs[3]["nan"], recs[3]["inf"], recs[3]["ninf"], recs[3]["ok"]) == ("nan", "inf", "-inf", 0.5)
+    assert recs[4]["c"] == ["<circular>"]
+    assert recs[5]["x"] == "<unprintable _NoStr>"
+    assert recs[6]["msg"].startswith("badfmt %d % ('x',)") and "TypeError" in recs[6]["msg"]
+
+
 def test_metrics_values_in_a_private_registry():
     m = TableMetrics(fps_window_s=1.0)
     for i in range(90):  # 3 s at 30 fps
