@@ -404,7 +404,7 @@ def build_metrics(cfg: TableConfig):
     """The Prometheus metrics of ``[metrics]`` (serving over HTTP), or ``None`` without it.
 
     Raises:
-        SetupError: the port cannot be bound.
+        SetupError: the address or the port cannot be bound (the message names the key).
     """
     if cfg.metrics is None or not cfg.metrics.enabled:
         return None
@@ -414,7 +414,15 @@ def build_metrics(cfg: TableConfig):
     try:
         metrics.serve(cfg.metrics)
     except OSError as exc:
-        raise SetupError(f"metrics.port {cfg.metrics.port}: {exc}") from None
+        import errno
+        import socket
+
+        m = cfg.metrics
+        if isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+            where = f"metrics.addr {m.addr!r}"   # not an address, or not one of this host's
+        else:
+            where = f"metrics.port {m.port} (addr {m.addr!r})"  # in use, or below 1024
+        raise SetupError(f"{where}: {exc}") from None
     return metrics
 
 

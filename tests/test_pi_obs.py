@@ -193,3 +193,61 @@ def test_metrics_http_endpoint_on_loopback():
         m.close()
         m.close()
     assert MetricsConfig().addr == "127.0.0.1"
+
+
+def test_documented_jq_commands_work_on_journal_output(tmp_path):
+    """docs/raspberry-pi.md §5: each `journalctl ... | jq ...` command, run on the documented
+    example lines with a plain-text journal line among them, gives what it promises."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("jq") is None:
+        pytest.skip("jq not installed")
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "raspberry-pi.md").read_text()
+    section = doc[doc.index("## 5. Watch"):doc.index("## 6.")]
+    examples = re.search(r"```json\n(.*?)```", section, re.S).group(1).splitlines()
+    records = [json.loads(x) for x in examples]
+    # the example lines are the service's real messages (logger and message start)
+    sources = {"controller.service": (root / "controller" / "service.py").read_text(),
+               "controller.service_cli": (root / "controller" / "service_cli.py").read_text()}
+    for rec in records:
+        first_word = rec["msg"].split(" ")[0]
+        assert f'log.{rec["level"].lower()}("{first_word} ' in sources[rec["logger"]], rec
+    journal = tmp_path / "journal.txt"
+    journal.write_text("Started craps-table.service - Craps table controller.\n" + "\n".join(examples) + "\n")
+    commands = [line.split("| ", 1)[1] for line in section.splitlines()
+                if line.startswith("journalctl") and "| jq" in line]
+    assert len(commands) == 3
+    outputs = []
+    for cmd in commands:
+        proc = subprocess.run(f"{cmd} < {journal}", shell=True, capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, (cmd, proc.stderr)
+        outputs.append(proc.stdout)
+    assert outputs[0].count('"ts"') == len(examples) and '"Started craps-table.service' in outputs[0]
+    assert outputs[1].count('"msg"') == 1 and "safe state: camera-lost" in outputs[1]
+    assert outputs[2].strip().endswith("verdict table-1-00000004 roll [4, 4]")
+
+
+def test_a_bad_metrics_address_is_named_as_the_address(tmp_path):
+    import socket
+
+    from controller.config import TableConfig
+    from controller.service_cli import SetupError, build_metrics
+
+    def cfg(**metrics):
+        return TableConfig.model_validate({"metrics": {"port": 0, **metrics}})
+
+    with pytest.raises(SetupError, match=r"^metrics\.addr '192\.0\.2\.1': "):  # not this host's (TEST-NET-1)
+        build_metrics(cfg(addr="192.0.2.1"))
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1]
+        with pytest.raises(SetupError, match=rf"^metrics\.port {port} \(addr '127.0.0.1'\): "):
+            build_metrics(cfg(port=port))
+    finally:
+        taken.close()
