@@ -4,7 +4,7 @@
     the long-running service (stops at the end of a replay, on SIGTERM / Ctrl-C, or after
     ``--max-verdicts``). Exit status 0; 2 for a bad config key or value, a bad ``--source``,
     a replay with no readable photo (``camera.errors.BadInputError``) or missing bus keys; 1 when
-    the frame source fails, or when the camera has been lost for ``[health]
+    the camera cannot be opened (``camera.errors.CameraUnavailable``) or the frame source fails, or when the camera has been lost for ``[health]
     restart_after_lost_s`` (a hung read: the watchdog pings stop too, so systemd restarts it).
 
 ``craps-table demo [--rolls N] [--wall-sensor]``
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from camera.base import FrameError, FrameSource
-from camera.errors import BadInputError
+from camera.errors import BadInputError, CameraUnavailable
 from controller.config import ConfigError, TableConfig, load_config
 from controller.lamps import GpioLampDriver, LampController, LampDriver, NullLampDriver
 from controller.lifecycle import MotionDetector, RollLifecycle
@@ -139,7 +139,10 @@ def _run_service(args: argparse.Namespace) -> int:
         source = open_frame_source(cfg, args.source)
     except (ConfigError, SetupError, ValueError, FrameError) as exc:
         print(f"craps-table run: {exc}", file=sys.stderr)
-        return 2
+        # a camera that cannot be opened now may open after a restart (unplugged, still being
+        # enumerated, held by another process): 1, which systemd restarts; a setup error is 2
+        # (RestartPreventExitStatus=2 in deploy/craps-table.service)
+        return 1 if isinstance(exc, CameraUnavailable) else 2
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set()) \
         if threading.current_thread() is threading.main_thread() else None

@@ -162,3 +162,17 @@ def test_notify_errors_are_logged_and_the_service_runs_on(tmp_path, monkeypatch,
         assert "WATCHDOG=1" not in said
     else:
         assert said == []
+
+
+def test_exit_status_2_for_a_setup_error_1_for_a_camera_that_cannot_be_opened(tmp_path, capsys):
+    """deploy/craps-table.service has RestartPreventExitStatus=2: a setup error (here a config
+    key that does not exist) must be 2, a camera that is not there (yet) 1, which is retried."""
+    config = service_config(tmp_path)
+    args = dict(source=None, max_verdicts=None, mode="table", max_rounds=None, log_level="INFO")
+    camera = argparse.Namespace(config=config, **{**args, "source": f"usb:{tmp_path}/no-such-video0"})
+    assert service_cli.run("run", camera) == 1
+    assert "cannot open the camera" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text(config.read_text().replace("[health]\n", "[health]\nno_such_key = 1\n", 1))
+    assert service_cli.run("run", argparse.Namespace(config=bad, **args)) == 2
+    assert "health.no_such_key" in capsys.readouterr().err
