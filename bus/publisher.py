@@ -70,6 +70,7 @@ class RollPublisher:
             ``"replay_error"``.
         auto_heartbeat: run the heartbeat in the background thread every ``cfg.heartbeat_s``
             when idle (default). With it off, call :meth:`heartbeat` at least every second.
+        on_heartbeat: ``callback(sent)`` after each heartbeat (:meth:`add_heartbeat_listener`).
     Raises:
         ValueError: ``table_id`` differs from ``cfg.table_id``.
         bus.keys.BusKeyError: the table's key files are missing (run ``craps-table keys
@@ -82,7 +83,8 @@ class RollPublisher:
     """
 
     def __init__(self, cfg: BusConfig, table_id: str | None = None, *,
-                 on_alarm: AlarmCallback | None = None, auto_heartbeat: bool = True):
+                 on_alarm: AlarmCallback | None = None, auto_heartbeat: bool = True,
+                 on_heartbeat: Callable[[bool], None] | None = None):
         table_id = cfg.table_id if table_id is None else table_id
         if table_id != cfg.table_id:
             raise ValueError(f"table_id {table_id!r} differs from BusConfig.table_id {cfg.table_id!r}; "
@@ -90,6 +92,7 @@ class RollPublisher:
         self.cfg = cfg
         self.table_id = table_id
         self._on_alarm = on_alarm
+        self._hb_listeners: list[Callable[[bool], None]] = [on_heartbeat] if on_heartbeat else []
         self.stats = {"published": 0, "hwm_alarms": 0, "heartbeats": 0, "replayed": 0, "acks": 0}
         kf = key_files(cfg.keys_dir, cfg.table_key)
         self._public, self._secret = load_curve_secret(kf.curve_secret)
@@ -208,7 +211,18 @@ class RollPublisher:
             _, wire = envmod.seal(self._signer, journal_id=self.journal_id, seq=seq, table_id=self.table_id,
                                   topic=envmod.HEARTBEAT, body={"last_seq": seq})
             self.stats["heartbeats"] += 1
-            self._send(envmod.HEARTBEAT, wire, None)
+            sent = self._send(envmod.HEARTBEAT, wire, None)
+        for fn in list(self._hb_listeners):
+            try:
+                fn(sent)
+            except Exception:  # a listener must not break the heartbeat (or the replay thread)
+                log.exception("bus heartbeat listener failed")
+
+    def add_heartbeat_listener(self, fn: Callable[[bool], None]) -> None:
+        """Call ``fn(sent)`` after every heartbeat (usually from the background thread):
+        ``sent`` is true when the XPUB took it, false when it hit the high-water mark. A
+        liveness signal for an idle table (``controller.health.HealthMonitor.bus_traffic``)."""
+        self._hb_listeners.append(fn)
 
     def reload_allow_list(self) -> int:
         """Re-read the CURVE allow-list directory (after ``craps-table keys authorize`` or the
@@ -246,15 +260,18 @@ class RollPublisher:
         self.close()
 
     # -- internals ------------------------------------------------------------------------
-    def _send(self, topic: str, wire: bytes, seq: int | None) -> None:
+    def _send(self, topic: str, wire: bytes, seq: int | None) -> bool:
+        """Send without blocking; ``False`` when the high-water mark refused it."""
         with self._send_lock:
             try:
                 self._xpub.send_multipart([topic.encode("ascii"), wire], flags=zmq.NOBLOCK)
                 self._last_send = time.monotonic()
+                return True
             except zmq.Again:
                 if seq is not None:
                     self.stats["hwm_alarms"] += 1
                     self._alarm("hwm", {"seq": seq, "topic": topic})
+                return False
 
     def _alarm(self, code: str, details: dict) -> None:
         log.warning("bus alarm %s %s", code, details)

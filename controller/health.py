@@ -10,11 +10,13 @@ loop (at least every 100 ms), what state the table must be in::
     health.frame(now, frame_digest(frame.image), frame_level(frame.image))  # every frame read
     health.frame_error(now, "usb:0: read failed")     # FrameError from the source
     # the firmware bridge (serial link to the table microcontroller)
-    health.bridge(now, up=True)                       # link came up / any message received
+    health.bridge(now, up=True)                       # link came up (or rolls allowed again)
     health.bridge(now, up=False, detail="serial port closed")
+    health.bridge_traffic(now)                        # any frame received from the microcontroller
     # the roll bus
-    health.bus(now, up=True)                          # a publish / heartbeat succeeded
+    health.bus(now, up=True)                          # a publish succeeded
     health.bus(now, up=False, detail="publish timed out")
+    health.bus_traffic(now)                           # a heartbeat was sent
     status = health.check(now)                        # -> HealthStatus
     if status.changed:                                # a fault entered or cleared
         publisher.publish("alarm", status.alarm_body())
@@ -50,7 +52,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["HealthConfig", "HealthMonitor", "HealthStatus", "frame_digest", "frame_level", "REASONS"]
+__all__ = ["CameraGiveUp", "HealthConfig", "HealthMonitor", "HealthStatus", "frame_digest", "frame_level",
+           "REASONS"]
 
 REASONS = ("camera-no-frame", "camera-lost", "camera-frozen", "camera-error", "camera-dark", "camera-blinded",
            "bridge-down", "bridge-silent", "bus-down", "bus-silent")
@@ -73,6 +76,10 @@ class HealthConfig(BaseModel):
         require_bridge: the firmware bridge must have reported up (a table without one: false).
         require_bus: the roll bus must have reported up.
         recover_after_s: a fault must be gone this long before it clears.
+        restart_after_lost_s: the camera lost (``camera-lost``, or ``camera-no-frame`` since
+            start) for this long -> the service stops pinging systemd's watchdog and exits with
+            status 1, so that systemd restarts it and the camera is opened afresh (a hung read
+            never ends by itself; :class:`CameraGiveUp`). ``None`` = never.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -87,6 +94,7 @@ class HealthConfig(BaseModel):
     require_bridge: bool = True
     require_bus: bool = True
     recover_after_s: float = Field(0.5, ge=0)
+    restart_after_lost_s: float | None = Field(30.0, gt=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,10 +172,15 @@ class HealthMonitor:
     and call in the other) is taken as the latest. Further back raises ``ValueError`` (a wrong
     clock).
 
-    Wiring the firmware bridge (``firmware_bridge.link.FirmwareLink``)::
+    Wiring the firmware bridge (``firmware_bridge.link.FirmwareLink``) and the bus publisher
+    (``bus.publisher.RollPublisher``)::
 
         link.add_link_listener(lambda st: health.bridge(time.monotonic(), st.up and st.rolls_allowed,
                                                         st.reason))
+        link.add_rx_listener(lambda t: health.bridge_traffic(time.monotonic()))   # every frame
+        publisher.add_heartbeat_listener(lambda sent: sent and health.bus_traffic(time.monotonic()))
+
+    (``controller.service_cli.build_service`` does this.)
     """
 
     MAX_REORDER_S = 1.0
@@ -241,6 +254,20 @@ class HealthMonitor:
             self._bridge_detail = detail
             if up:
                 self._bridge_seen = now
+
+    def bridge_traffic(self, now: float) -> None:
+        """A message (a heartbeat, an event, an acknowledgement) came from the microcontroller at
+        ``now``: restarts the ``bridge_timeout_s`` clock. Does not change whether the bridge is
+        up (only :meth:`bridge` does), so a link that is down or refuses rolls stays a fault."""
+        with self._lock:
+            self._bridge_seen = self._time(now)
+
+    def bus_traffic(self, now: float) -> None:
+        """The bus publisher sent a heartbeat at ``now``: restarts the ``bus_timeout_s`` clock of
+        an idle table (no roll for minutes is no fault). Does not change whether the bus is up
+        (only :meth:`bus` does: a publish that failed stays ``bus-down``)."""
+        with self._lock:
+            self._bus_seen = self._time(now)
 
     def bus(self, now: float, up: bool, detail: str = "") -> None:
         """A publish or heartbeat on the roll bus succeeded (``up``) or failed."""
@@ -330,3 +357,40 @@ class HealthMonitor:
                 cleared=tuple(sorted(cleared)),
                 since=self._safe_since,
             )
+
+
+class CameraGiveUp:
+    """Tells when a lost camera has lasted long enough that the service should give up and be
+    restarted (``[health] restart_after_lost_s``).
+
+    The frame source is read in a thread (``camera.pump.FramePump``), so a read that hangs for
+    ever does not stop the service loop, and the loop's watchdog pings would keep systemd from
+    ever restarting it: the table would stay in its safe state for good. The service asks
+    :meth:`update` on every loop and, once it returns true, stops pinging the watchdog and
+    exits with a non-zero status (``Restart=on-failure``).
+
+    Args:
+        after_s: seconds of ``camera-lost`` / ``camera-no-frame``; ``None`` = never give up.
+    """
+
+    REASONS = ("camera-lost", "camera-no-frame")
+
+    def __init__(self, after_s: float | None) -> None:
+        self.after_s = after_s
+        self.since: float | None = None
+
+    def update(self, now: float, status: HealthStatus | None) -> bool:
+        """Whether to give up at ``now`` (monotonic s), given the last :class:`HealthStatus`
+        (``None``: not checked yet). The clock starts at the first status with one of
+        :attr:`REASONS` and resets at a status without them."""
+        lost = status is not None and any(r in status.reasons for r in self.REASONS)
+        if not lost:
+            self.since = None
+            return False
+        if self.since is None:
+            self.since = now
+        return self.after_s is not None and now - self.since >= self.after_s
+
+    def lost_for(self, now: float) -> float:
+        """Seconds the camera has been lost at ``now`` (0 when it is not)."""
+        return 0.0 if self.since is None else max(0.0, now - self.since)

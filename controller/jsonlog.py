@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 from datetime import datetime, timezone
@@ -51,6 +52,61 @@ def _jsonable(value: object) -> object:
     return str(value)
 
 
+def _safe_str(value: object) -> str:
+    """``str(value)``, else ``repr(value)``, else ``<unprintable TYPE>``: never raises."""
+    for fn in (str, repr):
+        try:
+            return fn(value)
+        except Exception:  # noqa: BLE001 - a value's own __str__ / __repr__ failing
+            continue
+    return f"<unprintable {type(value).__name__}>"
+
+
+def _text(text: str) -> str:
+    """``text`` without lone surrogates (a file name or bytes decoded with ``surrogateescape``):
+    each is written as the text ``\\udcff``. JSON allows them as escapes, but jq and other
+    strict readers refuse them."""
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _sanitize(value: object, seen: frozenset[int] = frozenset(), depth: int = 0) -> object:
+    """``value`` made plain JSON: dict keys as strings, NaN and infinities as the strings
+    ``"nan"``, ``"inf"``, ``"-inf"``, a container inside itself as ``"<circular>"``, anything
+    :func:`_jsonable` cannot convert as its ``str`` / ``repr``, lone surrogates as text
+    (:func:`_text`)."""
+    if isinstance(value, str):
+        return _text(value)
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else repr(float(value))
+    if depth > 64:
+        return "<too deep>"
+    if id(value) in seen:
+        return "<circular>"
+    inner = seen | {id(value)}
+    if isinstance(value, dict):
+        return {_text(k if isinstance(k, str) else _safe_str(k)): _sanitize(v, inner, depth + 1)
+                for k, v in list(value.items())}
+    if isinstance(value, (list, tuple)):
+        return [_sanitize(v, inner, depth + 1) for v in list(value)]
+    try:
+        converted = _jsonable(value)
+    except Exception:  # noqa: BLE001 - str() or tolist() raising
+        return _text(_safe_str(value))
+    if isinstance(converted, str):
+        return _text(converted)
+    return _sanitize(converted, inner, depth + 1)
+
+
+def _dumps(obj: object) -> str:
+    # ASCII only: a lone surrogate (a file name decoded with surrogateescape) or any non-ASCII
+    # text cannot fail to encode on a C-locale stdout; \uXXXX escapes are read back by jq.
+    return json.dumps(obj, default=_jsonable, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
 class JsonFormatter(logging.Formatter):
     """Formats a record as one line of JSON.
 
@@ -58,6 +114,12 @@ class JsonFormatter(logging.Formatter):
     (the message with its ``%`` arguments applied), every ``extra=`` field, ``exc`` (the
     traceback text) when there is an exception, and ``stack`` with ``stack_info``.
     Extra fields that clash with these keys are stored with a leading ``_``.
+
+    A line is never lost: the output is ASCII (other characters, lone surrogates included, as
+    ``\\uXXXX`` escapes); an extra that is not plain JSON (dict keys that are not strings, NaN
+    or infinities, a value that contains itself, an object whose ``str()`` raises) is written
+    as near to it as JSON allows (:func:`_sanitize`); a message whose ``%`` arguments do not fit
+    is written with its arguments' ``repr``.
 
     Args:
         syslog_prefix: put ``<N>`` (syslog priority) before the JSON, for journald.
@@ -70,12 +132,17 @@ class JsonFormatter(logging.Formatter):
         self.static = dict(static or {})
 
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one line of JSON (with the ``<N>`` priority prefix when set)."""
         ts = datetime.fromtimestamp(record.created, tz=timezone.utc)
+        try:
+            msg = record.getMessage()
+        except Exception as exc:  # noqa: BLE001 - "%d" given a str, too few arguments...
+            msg = f"{_safe_str(record.msg)} % {_safe_str(record.args)} ({type(exc).__name__}: {exc})"
         obj: dict[str, object] = {
             "ts": ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "level": record.levelname,
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": msg,
         }
         for key, value in self.static.items():
             obj[key if key not in obj else f"_{key}"] = value
@@ -89,7 +156,16 @@ class JsonFormatter(logging.Formatter):
             obj["exc"] = record.exc_text
         if record.stack_info:
             obj["stack"] = self.formatStack(record.stack_info)
-        line = json.dumps(obj, default=_jsonable, ensure_ascii=False, separators=(",", ":"))
+        try:
+            line = _dumps(obj)
+            if "\\ud" in line:  # perhaps a lone surrogate: the slow path writes it as text
+                line = _dumps(_sanitize(obj))
+        except Exception:  # noqa: BLE001 - not plain JSON: the same, made plain
+            try:
+                line = _dumps(_sanitize(obj))
+            except Exception as exc:  # noqa: BLE001 - last resort: the fixed keys, the rest as text
+                line = _dumps({k: _text(_safe_str(v)) for k, v in obj.items()}
+                              | {"_format_error": _text(_safe_str(exc))})
         return f"<{_priority(record.levelno)}>{line}" if self.syslog_prefix else line
 
 

@@ -5,6 +5,7 @@ Metrics (namespace ``craps_table``):
 =====================================  =========  ==========================================
 ``craps_table_frames_total``           counter    frames read from the camera
 ``craps_table_frames_per_second``      gauge      frames in the last ``fps_window_s``, per s
+                                                  (counted when scraped: 0 once frames stop)
 ``craps_table_read_ms``                histogram  time to read the dice in one frame, ms
 ``craps_table_verdicts_total``         counter    labels ``verdict`` (roll, no-roll,
                                                   boxperson) and ``reason`` ("none" if null)
@@ -29,8 +30,10 @@ it; set ``addr = "0.0.0.0"`` only on a closed network.
 """
 from __future__ import annotations
 
+import threading
+import time
 from collections import deque
-from typing import Iterable
+from typing import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from pydantic import BaseModel, ConfigDict, Field
@@ -66,11 +69,20 @@ class TableMetrics:
         registry: where to register (default: a new private ``CollectorRegistry``, so two
             services or tests in one process do not clash).
         fps_window_s: window of the frames-per-second gauge, s.
+        clock: the monotonic clock (seconds) of the times given to :meth:`frame`.
+
+    The frames-per-second gauge is computed when it is read (a scrape, :meth:`value`): over the
+    window that ends *then*, so it falls to 0 when the camera stops delivering frames instead of
+    keeping the rate of the last frame that came.
     """
 
-    def __init__(self, registry: CollectorRegistry | None = None, fps_window_s: float = 1.0) -> None:
+    def __init__(self, registry: CollectorRegistry | None = None, fps_window_s: float = 1.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.registry = CollectorRegistry() if registry is None else registry
         self.fps_window_s = fps_window_s
+        self._clock = clock
+        self._fps_lock = threading.Lock()  # frame() in the service loop, scrapes in the HTTP thread
+        self._last_t: tuple[float, float] | None = None  # (the last frame's time, clock() then)
         r = self.registry
         self.frames_total = Counter("craps_table_frames", "Frames read from the camera.", registry=r)
         self.fps = Gauge("craps_table_frames_per_second",
@@ -85,17 +97,34 @@ class TableMetrics:
                                 registry=r)
         self.faults = Counter("craps_table_faults", "Health faults entered.", ["reason"], registry=r)
         self._times: deque[float] = deque()
+        self.fps.set_function(self.frames_per_second)
         self._server = None
         self._thread = None
 
     def frame(self, t: float) -> None:
         """One frame read at ``t`` (monotonic seconds)."""
         self.frames_total.inc()
+        with self._fps_lock:
+            self._times.append(t)
+            self._last_t = (t, self._clock())
+            self._prune(t)
+
+    def frames_per_second(self, now: float | None = None) -> float:
+        """Frames in the ``fps_window_s`` ending at ``now`` (default: the time of the last frame
+        plus the time passed on :attr:`clock` since), per second: the gauge's value."""
+        with self._fps_lock:
+            if now is None:
+                if self._last_t is None:
+                    return 0.0
+                t, seen = self._last_t
+                now = t + max(0.0, self._clock() - seen)
+            self._prune(now)
+            return len(self._times) / self.fps_window_s
+
+    def _prune(self, now: float) -> None:
         times = self._times
-        times.append(t)
-        while times and t - times[0] >= self.fps_window_s:
+        while times and now - times[0] >= self.fps_window_s:
             times.popleft()
-        self.fps.set(len(times) / self.fps_window_s)
 
     def read_ms(self, ms: float) -> None:
         """Time spent reading the dice in one frame, milliseconds."""

@@ -18,6 +18,10 @@ Example, in the service's main loop::
         watchdog.tick()                   # WATCHDOG=1 at most every WATCHDOG_USEC / 2
     notifier.stopping()
 
+A service that must not die of its notifications passes ``on_error`` (``SdNotify(on_error=...)``,
+``Watchdog.from_env(..., on_error=...)``): a bad ``NOTIFY_SOCKET`` or ``WATCHDOG_USEC`` and a
+send that fails are then given to it (the service logs them) and the call returns ``False``.
+
 The watchdog is pinged from the loop that does the work (not from a thread of its own), so a
 loop that hangs on a stalled device stops the pings and systemd restarts the service
 (``Restart=on-watchdog`` / ``on-failure`` in deploy/craps-table.service).
@@ -28,6 +32,9 @@ import os
 import socket
 import time
 from typing import Callable, Mapping
+
+#: ``on_error(exc)``: told of an ``OSError`` / ``ValueError`` instead of raising it.
+ErrorHandler = Callable[[Exception], None]
 
 __all__ = ["SdNotify", "Watchdog", "watchdog_interval_s"]
 
@@ -50,17 +57,31 @@ class SdNotify:
 
     Args:
         env: where to read ``NOTIFY_SOCKET`` (default ``os.environ``), read once here.
+        on_error: ``on_error(exc)`` instead of raising: a bad ``NOTIFY_SOCKET`` (``ValueError``;
+            the notifier is then disabled) and a message that cannot be sent (``OSError``,
+            ``ValueError``; the call returns ``False``). ``None``: raise.
 
     Each method returns ``True`` when a datagram was sent, ``False`` when there is no
-    ``NOTIFY_SOCKET`` (a no-op). A send that fails (socket gone) raises ``OSError``: systemd
-    is then gone too, and the caller decides (the service logs it and carries on).
+    ``NOTIFY_SOCKET`` (a no-op). A send that fails (socket gone) raises ``OSError`` (without
+    ``on_error``): systemd is then gone too, and the caller decides.
+
+    Raises:
+        ValueError: ``NOTIFY_SOCKET`` neither an absolute path nor ``@abstract`` (without
+            ``on_error``).
     """
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, env: Mapping[str, str] | None = None, *, on_error: ErrorHandler | None = None) -> None:
         env = os.environ if env is None else env
         name = env.get("NOTIFY_SOCKET", "")
-        self._address = _socket_address(name) if name else None
+        self._on_error = on_error
         self._sock: socket.socket | None = None
+        try:
+            self._address = _socket_address(name) if name else None
+        except ValueError as exc:
+            if on_error is None:
+                raise
+            self._address = None
+            on_error(exc)
 
     @property
     def enabled(self) -> bool:
@@ -73,9 +94,19 @@ class SdNotify:
         Raises:
             ValueError: a value containing a newline (it would split the message).
             OSError: the datagram could not be sent.
+            (Neither with ``on_error``: it is told, and the call returns ``False``.)
         """
         if self._address is None:
             return False
+        try:
+            return self._send(fields)
+        except (OSError, ValueError) as exc:
+            if self._on_error is None:
+                raise
+            self._on_error(exc)
+            return False
+
+    def _send(self, fields: Mapping[str, str | int]) -> bool:
         lines = []
         for key, value in fields.items():
             text = str(value)
@@ -164,9 +195,22 @@ class Watchdog:
 
     @classmethod
     def from_env(cls, notifier: SdNotify, env: Mapping[str, str] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> "Watchdog":
-        """A watchdog with the interval from ``WATCHDOG_USEC`` / ``WATCHDOG_PID``."""
-        return cls(notifier, watchdog_interval_s(env), clock)
+                 clock: Callable[[], float] = time.monotonic, *,
+                 on_error: ErrorHandler | None = None) -> "Watchdog":
+        """A watchdog with the interval from ``WATCHDOG_USEC`` / ``WATCHDOG_PID``.
+
+        Raises:
+            ValueError: a malformed ``WATCHDOG_USEC`` / ``WATCHDOG_PID``; with ``on_error`` it is
+                told instead and the watchdog never pings.
+        """
+        try:
+            interval = watchdog_interval_s(env)
+        except ValueError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+            interval = None
+        return cls(notifier, interval, clock)
 
     def tick(self, now: float | None = None) -> bool:
         """Send ``WATCHDOG=1`` if ``interval_s`` has passed since the last ping (or none was

@@ -4,7 +4,8 @@
     the long-running service (stops at the end of a replay, on SIGTERM / Ctrl-C, or after
     ``--max-verdicts``). Exit status 0; 2 for a bad config key or value, a bad ``--source``,
     a replay with no readable photo (``camera.errors.BadInputError``) or missing bus keys; 1 when
-    the frame source fails.
+    the camera cannot be opened (``camera.errors.CameraUnavailable``) or the frame source fails, or when the camera has been lost for ``[health]
+    restart_after_lost_s`` (a hung read: the watchdog pings stop too, so systemd restarts it).
 
 ``craps-table demo [--rolls N] [--wall-sensor]``
     the service on the simulated table (or, where the simulator is not available, a replay of
@@ -20,11 +21,12 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from camera.base import FrameError, FrameSource
-from camera.errors import BadInputError
+from camera.errors import BadInputError, CameraUnavailable
 from controller.config import ConfigError, TableConfig, load_config
 from controller.lamps import GpioLampDriver, LampController, LampDriver, NullLampDriver
 from controller.lifecycle import MotionDetector, RollLifecycle
@@ -137,14 +139,22 @@ def _run_service(args: argparse.Namespace) -> int:
         source = open_frame_source(cfg, args.source)
     except (ConfigError, SetupError, ValueError, FrameError) as exc:
         print(f"craps-table run: {exc}", file=sys.stderr)
-        return 2
+        # a camera that cannot be opened now may open after a restart (unplugged, still being
+        # enumerated, held by another process): 1, which systemd restarts; a setup error is 2
+        # (RestartPreventExitStatus=2 in deploy/craps-table.service)
+        return 1 if isinstance(exc, CameraUnavailable) else 2
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set()) \
         if threading.current_thread() is threading.main_thread() else None
     from controller.sdnotify import SdNotify, Watchdog
 
-    notifier = SdNotify()  # no-op unless started by systemd (Type=notify)
-    watchdog = Watchdog.from_env(notifier)
+    from controller.health import CameraGiveUp
+
+    notify_error = notify_error_logger()
+    notifier = SdNotify(on_error=notify_error)  # no-op unless started by systemd (Type=notify)
+    watchdog = Watchdog.from_env(notifier, on_error=notify_error)
+    give_up = CameraGiveUp(cfg.health.restart_after_lost_s)
+    gave_up: list[float] = []  # seconds the camera had been lost when the service gave up
     try:
         try:
             metrics = build_metrics(cfg)
@@ -157,11 +167,8 @@ def _run_service(args: argparse.Namespace) -> int:
         notifier.ready(f"table {cfg.table.id}: shooter {state.shooter}, point {state.point or 'off'}")
 
         def on_health(status) -> None:  # systemctl status shows why the table is closed
-            try:
-                notifier.status(f"SAFE STATE: {', '.join(status.reasons)}" if status.safe_state
-                                else f"table {cfg.table.id}: open")
-            except OSError as exc:
-                log.warning("sd_notify STATUS failed: %s", exc)
+            notifier.status(f"SAFE STATE: {', '.join(status.reasons)}" if status.safe_state
+                            else f"table {cfg.table.id}: open")
 
         service.on_health = on_health
         rounds = None
@@ -178,6 +185,14 @@ def _run_service(args: argparse.Namespace) -> int:
                 return 2
 
         def should_stop() -> bool:
+            now = time.monotonic()
+            if give_up.update(now, service.health_status):  # a hung camera read never ends:
+                if not gave_up:                              # no more pings, exit 1, restart
+                    gave_up.append(give_up.lost_for(now))
+                    log.error("camera lost for %.1f s ([health] restart_after_lost_s = %s): stopping "
+                              "with exit status 1 for systemd to restart the service",
+                              gave_up[0], cfg.health.restart_after_lost_s)
+                return True
             watchdog.tick()  # from the loop that does the work: a hung loop stops the pings
             if rounds is not None and args.max_rounds is not None and rounds.rounds_done >= args.max_rounds:
                 return True
@@ -202,10 +217,30 @@ def _run_service(args: argparse.Namespace) -> int:
                 metrics.close()
             notifier.close()
         log.info("stopped: %d frames, verdicts %s", stats.frames, stats.verdicts)
-        return 0
+        return 1 if gave_up else 0
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def notify_error_logger(env=None) -> Callable[[Exception], None]:
+    """The ``on_error`` of the service's :class:`controller.sdnotify.SdNotify` and watchdog: a
+    bad ``NOTIFY_SOCKET`` / ``WATCHDOG_USEC`` or a notification that cannot be sent is logged
+    (each distinct error once as a warning, repeats at debug level: a watchdog ping fails every
+    half period) and the service carries on; it never crashes it."""
+    import os
+
+    env = os.environ if env is None else env
+    seen: set[str] = set()
+
+    def report(exc: Exception) -> None:
+        text = f"{type(exc).__name__}: {exc}"
+        level = logging.DEBUG if text in seen else logging.WARNING
+        seen.add(text)
+        log.log(level, "sd_notify failed (NOTIFY_SOCKET=%r, WATCHDOG_USEC=%r): %s",
+                env.get("NOTIFY_SOCKET", ""), env.get("WATCHDOG_USEC", ""), text)
+
+    return report
 
 
 def open_frame_source(cfg: TableConfig, spec: str | None) -> FrameSource:
@@ -372,7 +407,7 @@ def build_metrics(cfg: TableConfig):
     """The Prometheus metrics of ``[metrics]`` (serving over HTTP), or ``None`` without it.
 
     Raises:
-        SetupError: the port cannot be bound.
+        SetupError: the address or the port cannot be bound (the message names the key).
     """
     if cfg.metrics is None or not cfg.metrics.enabled:
         return None
@@ -382,7 +417,15 @@ def build_metrics(cfg: TableConfig):
     try:
         metrics.serve(cfg.metrics)
     except OSError as exc:
-        raise SetupError(f"metrics.port {cfg.metrics.port}: {exc}") from None
+        import errno
+        import socket
+
+        m = cfg.metrics
+        if isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+            where = f"metrics.addr {m.addr!r}"   # not an address, or not one of this host's
+        else:
+            where = f"metrics.port {m.port} (addr {m.addr!r})"  # in use, or below 1024
+        raise SetupError(f"{where}: {exc}") from None
     return metrics
 
 
@@ -470,7 +513,24 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
     service.live = type(source).__module__ in ("camera.usb", "camera.picamera2_source")  # newest frames only
     if link is not None:
         connect_firmware_inputs(link, service, require_bridge=cfg.health.require_bridge)
+    connect_bus_health(publisher, service)
     return service, publisher
+
+
+def connect_bus_health(publisher, service: TableService) -> None:
+    """Feed the publisher's heartbeats to the service's health monitor (``service.health``,
+    when it has one): each heartbeat the bus takes restarts ``[health] bus_timeout_s``, so an
+    idle table (no roll for longer than the timeout) is not ``bus-silent``. A publisher without
+    heartbeats (``add_heartbeat_listener``, e.g. a test's list) is left alone."""
+    add = getattr(publisher, "add_heartbeat_listener", None)
+    if add is None:
+        return
+
+    def on_heartbeat(sent: bool) -> None:
+        if sent and service.health is not None:
+            service.health.bus_traffic(time.monotonic())
+
+    add(on_heartbeat)
 
 
 def open_input_link(cfg: TableConfig):
@@ -498,7 +558,8 @@ def connect_firmware_inputs(link, service: TableService, *, require_bridge: bool
     (9 NYCRR 5324.52(i)(1), N.J.A.C. 13:69F-1.11(a)), far-wall strikes go to the irregularity
     detectors (5324.52(k)(2)(ii)) through a ``firmware_bridge.events.WallStrikeLog`` on the
     frame clock (the detectors count the strikes between the throw's start and its rest), the
-    link going down or up raises or clears a fault.
+    link going down or up raises or clears a fault, and every frame received from the
+    microcontroller restarts ``[health] bridge_timeout_s`` (``HealthMonitor.bridge_traffic``).
 
     With a health monitor (``service.health``) the link is also a health input: the table is in
     its safe state (no roll accepted) while ``rolls_allowed`` is false (``[firmware]
@@ -530,8 +591,14 @@ def connect_firmware_inputs(link, service: TableService, *, require_bridge: bool
                                  "far-wall sensor not working (firmware.require_wall_sensor)")
             service.health.bridge(time.monotonic(), ok, why or "firmware link down")
 
+    def on_rx(_arrived: float) -> None:  # every frame from the MCU: [health] bridge_timeout_s
+        if service.health is not None:
+            service.health.bridge_traffic(time.monotonic())
+
     link.add_event_listener(on_event)
     link.add_link_listener(on_status)
+    if hasattr(link, "add_rx_listener"):
+        link.add_rx_listener(on_rx)
 
 
 def _source_calibration(source: object):

@@ -9,8 +9,12 @@
 #   2. a system user `craps-table` in the gpio, video and dialout groups.
 #   3. a venv at $PREFIX/venv made with --system-site-packages, so that it sees the apt
 #      picamera2 and lgpio, and the project installed into it with pip.
-#   4. /etc/craps-table/table.toml and calibration.toml from the examples (if absent).
-#   5. the systemd unit and the udev rule example (if absent); the service is enabled but
+#   4. /etc/craps-table/table.toml and calibration.toml from the examples (if absent); the
+#      table.toml copy is set for the Pi (deploy/pi-config.sed): [camera] source = "picamera2",
+#      [lamps] pin_factory = "lgpio", [rules] calibration = /etc/craps-table/calibration.toml.
+#   5. the roll bus keys in /var/lib/craps-table/var/bus/keys (if absent), made as the service
+#      user: the table's key set, and a settlement key set put in the allow-list.
+#   6. the systemd unit and the udev rule example (if absent); the service is enabled but
 #      not started: calibrate first (docs/raspberry-pi.md).
 #
 # Environment: PREFIX (default /opt/craps-table), SKIP_APT=1 (no apt-get), DRY_RUN=1 (print the
@@ -21,6 +25,9 @@ PREFIX="${PREFIX:-/opt/craps-table}"
 SERVICE_USER="craps-table"
 CONF_DIR="/etc/craps-table"
 STATE_DIR="/var/lib/craps-table"
+# [bus] keys_dir = "var/bus/keys" of table.toml, relative to the unit's WorkingDirectory=$STATE_DIR
+KEYS_DIR="$STATE_DIR/var/bus/keys"
+CRAPS_TABLE="$PREFIX/venv/bin/craps-table"
 SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 run() {
@@ -86,7 +93,11 @@ echo "== 4. configuration in $CONF_DIR"
 run install -d -m 0755 "$CONF_DIR"
 if [[ ! -e "$CONF_DIR/table.toml" ]]; then
     run install -m 0644 "$SRC/config/table.toml" "$CONF_DIR/table.toml"
-    echo "   wrote $CONF_DIR/table.toml: set [source] kind, the serial port and the bus"
+    run sed -i -f "$SRC/deploy/pi-config.sed" "$CONF_DIR/table.toml"
+    echo "   wrote $CONF_DIR/table.toml with [camera] source = \"picamera2\", [lamps] pin_factory = \"lgpio\""
+    echo "   and [rules] calibration = \"$CONF_DIR/calibration.toml\"; check [camera] (source = \"usb\" and"
+    echo "   [camera.usb] device for a USB camera), [lamps.pins], the [bus] endpoints and, with a"
+    echo "   microcontroller, [firmware] port = \"/dev/serial/by-id/craps-table-mcu\""
 fi
 if [[ ! -e "$CONF_DIR/calibration.toml" ]]; then
     run install -m 0644 "$SRC/config/calibration.example.toml" "$CONF_DIR/calibration.toml"
@@ -94,7 +105,20 @@ if [[ ! -e "$CONF_DIR/calibration.toml" ]]; then
 fi
 run install -d -m 0750 -o "$SERVICE_USER" -g "$SERVICE_USER" "$STATE_DIR"
 
-echo "== 5. systemd unit and udev rule"
+echo "== 5. roll bus keys in $KEYS_DIR (as $SERVICE_USER)"
+# The service refuses to start without them (controller/service_cli.py missing_bus_keys).
+if [[ ! -e "$KEYS_DIR/table.key_secret" ]]; then
+    run runuser -u "$SERVICE_USER" -- "$CRAPS_TABLE" keys generate table --dir "$KEYS_DIR"
+fi
+if [[ ! -d "$KEYS_DIR/authorized" ]]; then
+    if [[ -e "$KEYS_DIR/settlement.key" ]]; then
+        run runuser -u "$SERVICE_USER" -- "$CRAPS_TABLE" keys authorize "$KEYS_DIR/settlement.key" --dir "$KEYS_DIR"
+    else
+        run runuser -u "$SERVICE_USER" -- "$CRAPS_TABLE" keys generate settlement --dir "$KEYS_DIR" --authorize
+    fi
+fi
+
+echo "== 6. systemd unit and udev rule"
 run install -m 0644 "$SRC/deploy/craps-table.service" /etc/systemd/system/craps-table.service
 if [[ ! -e /etc/udev/rules.d/99-craps-table-mcu.rules ]]; then
     run install -m 0644 "$SRC/deploy/99-craps-table-mcu.rules" /etc/udev/rules.d/99-craps-table-mcu.rules
@@ -106,9 +130,14 @@ run systemctl enable craps-table.service
 
 cat <<EOF
 
-Installed. Next (docs/raspberry-pi.md): edit $CONF_DIR/calibration.toml, then
-  sudo $PREFIX/venv/bin/craps-table calibrate --source picamera2 \\
-       --out $CONF_DIR/calibration.toml --snapshot /tmp/calib.png
-  sudo systemctl start craps-table && systemctl status craps-table
-  journalctl -u craps-table -f -o cat
+Installed; the service is enabled, not started. Next (docs/raspberry-pi.md):
+  1. check $CONF_DIR/table.toml: [camera] source (picamera2; usb and [camera.usb] device for a
+     USB camera), [lamps.pins], the [bus] endpoints, [firmware] port with a microcontroller.
+  2. settlement on another host: copy settlement.key_secret, table.key and table.ed25519.pub
+     from $KEYS_DIR to it (docs/bus.md).
+  3. put the markers on the felt, edit $CONF_DIR/calibration.toml, then calibrate:
+       sudo $CRAPS_TABLE calibrate --source picamera2 \\
+            --out $CONF_DIR/calibration.toml --snapshot /tmp/calib.png
+  4. sudo systemctl start craps-table && systemctl status craps-table
+     journalctl -u craps-table -f -o cat
 EOF

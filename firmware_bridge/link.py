@@ -221,6 +221,7 @@ class FirmwareLink:
         self._event_listeners: list[Callable[[LinkEvent], None]] = [on_event] if on_event else []
         self._link_listeners: list[Callable[[LinkStatus], None]] = []
         self._error_listeners: list[Callable[[McuError], None]] = [on_error] if on_error else []
+        self._rx_listeners: list[Callable[[float], None]] = []
         self.session_id = session_id if session_id is not None else int.from_bytes(os.urandom(4), "little") or 1
         self._opener = opener or _open_serial
         self._lock = threading.RLock()
@@ -307,6 +308,13 @@ class FirmwareLink:
         with self._lock:
             self._link_listeners.append(fn)
             self._dispatch_q.put((fn, self._status()))
+
+    def add_rx_listener(self, fn: Callable[[float], None]) -> None:
+        """Call ``fn(host_time)`` (``time.monotonic()`` of its arrival) for every valid frame
+        received from the MCU while the link is up: heartbeats, events, acknowledgements
+        (dispatch thread). A liveness signal for a supervisor such as
+        ``controller.health.HealthMonitor.bridge_traffic``."""
+        self._rx_listeners.append(fn)
 
     def remove_event_listener(self, fn: Callable[[LinkEvent], None]) -> None:
         """Stop calling ``fn`` on input events (no error if it was not registered)."""
@@ -618,6 +626,9 @@ class FirmwareLink:
             return
         self._stats.frames_rx += 1
         self._last_rx = now
+        if self._state is LinkState.UP:
+            for fn in list(self._rx_listeners):
+                self._dispatch_q.put((fn, now))
         msg = item.message
         if isinstance(msg, Version):
             self._on_version(msg)

@@ -439,3 +439,54 @@ def test_the_safe_state_alarm_is_published_before_the_lamps_change(tmp_path):
         assert lit == [("fault", "on", ["safe-state"])], driver.calls
     finally:
         service.close()
+
+
+def test_heartbeats_keep_the_bridge_and_bus_timeouts_from_closing_an_idle_table(tmp_path):
+    """[health] bridge_timeout_s and bus_timeout_s: an idle table (no link change, no roll) on a
+    real bus (the RollPublisher build_service makes, with its heartbeats) and the simulated MCU
+    (its heartbeats) stays open past both timeouts; once the bus's heartbeats stop, the table
+    closes with bus-silent."""
+    from bus.config import BusConfig
+    from firmware_bridge.mcu_sim import SimulatedMcu
+
+    bus = BusConfig.local(tmp_path / "roll-bus", transport="tcp", table_id="t-health")  # keys made
+    got: dict = {}
+    stop = threading.Event()
+    source = LiveSource()
+
+    def main(cfg) -> None:  # the journal belongs to the thread that publishes: build it there
+        service = pub = None
+        try:
+            service, pub = build_service(cfg, source, reader=fake_reader, health=True)
+            got["service"], got["pub"] = service, pub
+            service.run(source, should_stop=stop.is_set)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            got["error"] = exc
+        finally:
+            if service is not None:
+                service.close()
+            if pub is not None:
+                pub.close()
+
+    with SimulatedMcu() as mcu:
+        cfg = table_config(tmp_path, lamps={"driver": "firmware"}, firmware={"port": str(mcu.path)},
+                           bus=bus.model_dump(exclude={"table_id"}),
+                           health={"bridge_timeout_s": 0.6, "bus_timeout_s": 0.6})
+        thread = threading.Thread(target=main, args=(cfg,), daemon=True)
+        thread.start()
+        try:
+            assert wait_for(lambda: "service" in got or "error" in got, 10.0) and "error" not in got, got
+            service, pub = got["service"], got["pub"]
+            assert wait_for(lambda: service.health_status is not None and not service.safe_state, 5.0)
+            opened = time.monotonic()
+            while time.monotonic() - opened < 2.0:  # > 3 x both timeouts, nothing published
+                assert not service.safe_state, service.health_status.reasons
+                time.sleep(0.05)
+            assert pub.stats["heartbeats"] >= 3 and pub.stats["published"] == 1  # the start message
+            pub._auto_hb = False  # the bus's heartbeats stop: bus-silent
+            assert wait_for(lambda: "bus-silent" in service.health_status.reasons, 3.0)
+            assert "bridge-silent" not in service.health_status.reasons  # the MCU still talks
+        finally:
+            stop.set()
+            thread.join(10)
+    assert not thread.is_alive() and "error" not in got, got.get("error")

@@ -86,3 +86,62 @@ def test_install_script_dry_run(tmp_path):
     assert "+ systemctl enable craps-table.service" in out
     assert "apt-get" not in out
     assert not (tmp_path / "opt").exists()  # a dry run changes nothing
+
+
+def test_unit_does_not_restart_a_setup_error():
+    """Exit status 2 (bad config, missing keys or calibration) is not restarted in a loop."""
+    svc = {k: v for section, k, v in unit_entries(DEPLOY / "craps-table.service") if section == "Service"}
+    assert svc["RestartPreventExitStatus"] == "2"
+
+
+def test_install_script_makes_the_bus_keys_and_sets_the_pi_config(tmp_path):
+    env = dict(os.environ, DRY_RUN="1", SKIP_APT="1", PREFIX=str(tmp_path / "opt"))
+    out = subprocess.run(["bash", str(DEPLOY / "install.sh")], capture_output=True, text=True, env=env,
+                         timeout=60, check=True).stdout
+    keys = "/var/lib/craps-table/var/bus/keys"
+    ct = f"{tmp_path / 'opt'}/venv/bin/craps-table"
+    assert f"+ runuser -u craps-table -- {ct} keys generate table --dir {keys}" in out
+    assert f"+ runuser -u craps-table -- {ct} keys generate settlement --dir {keys} --authorize" in out
+    assert f"+ sed -i -f {ROOT / 'deploy/pi-config.sed'} /etc/craps-table/table.toml" in out
+    assert "[source] kind" not in out  # no such key: it is [camera] source
+    # the keys come before the service is enabled
+    assert out.index("keys generate table") < out.index("systemctl enable")
+
+
+def test_pi_config_sets_camera_lamps_and_calibration(tmp_path):
+    """The sed script install.sh applies turns the shipped table.toml into the Pi's."""
+    from controller.config import load_config
+
+    shipped = load_config(ROOT / "config" / "table.toml")
+    assert (shipped.camera.source, shipped.lamps.pin_factory, shipped.rules.calibration) == ("sim", "mock", None)
+    pi = tmp_path / "table.toml"
+    pi.write_text((ROOT / "config" / "table.toml").read_text())
+    subprocess.run(["sed", "-i", "-f", str(DEPLOY / "pi-config.sed"), str(pi)], check=True, timeout=30)
+    import tomllib
+
+    data = tomllib.loads(pi.read_text())
+    assert data["camera"]["source"] == "picamera2"
+    assert data["lamps"]["pin_factory"] == "lgpio"
+    assert data["rules"]["calibration"] == "/etc/craps-table/calibration.toml"
+    # and the edited file is still a valid config (the calibration file must exist to load it)
+    calib = tmp_path / "calibration.toml"
+    calib.write_text((ROOT / "config" / "calibration.example.toml").read_text())
+    pi.write_text(pi.read_text().replace("/etc/craps-table/calibration.toml", str(calib)))
+    cfg = load_config(pi)
+    assert (cfg.camera.source, cfg.lamps.pin_factory, cfg.rules.calibration) == ("picamera2", "lgpio", calib)
+
+
+def test_docs_call_the_venv_craps_table_under_sudo():
+    """`sudo craps-table ...` finds no craps-table on root's PATH: the venv's path is given."""
+    text = (ROOT / "docs" / "raspberry-pi.md").read_text()
+    bare = [line for line in text.splitlines()
+            if ("sudo craps-table" in line or "-u craps-table craps-table" in line
+                or "-- craps-table" in line)]
+    assert bare == []
+    assert "keys generate table --dir /var/lib/craps-table/var/bus/keys" in text.replace("\\\n     ", "")
+    assert 'calibration = "/etc/craps-table/calibration.toml"' in text
+
+
+def test_firmware_port_example_is_the_udev_name():
+    text = (ROOT / "config" / "table.toml").read_text()
+    assert '# port = "/dev/serial/by-id/craps-table-mcu"' in text

@@ -246,3 +246,45 @@ def test_dark_or_blinded_camera():
     off.frame(0.0, b"x", 0.0)
     off.frame(0.9, b"y", 0.0)
     assert not off.check(0.9).safe_state
+
+
+def test_bridge_and_bus_traffic_keep_a_quiet_table_healthy():
+    """Heartbeats from the MCU and the bus publisher count as traffic: a table with no link
+    change and no roll for longer than the timeouts stays open."""
+    tb = healthy_table(bridge_timeout_s=1.0, bus_timeout_s=1.0)
+    for _ in range(15):  # 3 s of heartbeats every 0.2 s and nothing else
+        tb.h.bridge_traffic(tb.t)
+        tb.h.bus_traffic(tb.t)
+        st = tb.run(0.2)
+        assert not st.safe_state, st.reasons
+    tb.run(1.2)  # the heartbeats stop: silent
+    assert tb.log[-1][1].reasons == ("bridge-silent", "bus-silent")
+
+
+def test_traffic_does_not_clear_a_link_reported_down():
+    tb = healthy_table(bridge_timeout_s=1.0, bus_timeout_s=1.0)
+    tb.h.bridge(tb.t, up=False, detail="far-wall sensor not working")
+    tb.h.bus(tb.t, up=False, detail="publish: disk I/O error")
+    for _ in range(5):
+        tb.h.bridge_traffic(tb.t)
+        tb.h.bus_traffic(tb.t)
+        st = tb.run(0.2)
+    assert st.reasons == ("bridge-down", "bus-down")
+    assert st.details["bridge-down"] == "far-wall sensor not working"
+
+
+def test_camera_give_up_after_the_camera_stays_lost():
+    from controller.health import CameraGiveUp
+
+    tb = healthy_table()
+    give_up = CameraGiveUp(2.0)
+    tb.camera = "lost"
+    gave = []
+    for _ in range(30):  # 3 s in steps of 0.1 s
+        st = tb.run(0.1)
+        gave.append(give_up.update(tb.t, st))
+    first = gave.index(True)
+    assert 2.4 <= first * 0.1 + 0.1 <= 2.7  # lost after 0.5 s, then 2 s
+    tb.camera = "ok"  # frames again: the clock resets
+    assert not give_up.update(tb.t, tb.run(1.0)) and give_up.lost_for(tb.t) == 0.0
+    assert not CameraGiveUp(None).update(tb.t, st) and not CameraGiveUp(1.0).update(tb.t, None)

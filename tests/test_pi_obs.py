@@ -74,6 +74,57 @@ def test_stdout_is_journal_compares_device_and_inode(tmp_path):
         assert not stdout_is_journal(f, {"JOURNAL_STREAM": "junk"})
 
 
+class _NoStr:
+    def __str__(self):
+        raise RuntimeError("no str")
+
+    def __repr__(self):
+        raise RuntimeError("no repr either")
+
+
+def _strict_json(line: str) -> dict:
+    """json.loads as jq reads it: no NaN / Infinity, no lone surrogate escapes."""
+    def no_constant(name):
+        raise ValueError(f"{name} is not JSON")
+
+    obj = json.loads(line, parse_constant=no_constant)
+    assert line.isascii()
+    assert "\\ud" not in line.replace("\\\\", "")  # a lone surrogate escape: jq refuses it
+    return obj
+
+
+def test_no_line_is_ever_lost(capsys):
+    """Every record becomes one line of strict JSON, on an ASCII-only stream (C locale) too:
+    lone surrogates, non-string dict keys, NaN / infinities, circular values, objects whose
+    str() raises, a bad %-format. None of them gives a "--- Logging error ---"."""
+    circular: list = []
+    circular.append(circular)
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="ascii", errors="strict", write_through=True)
+    log = setup_logging("DEBUG", stream=stream, syslog_prefix=False, logger_name="craps_table.test_lost")
+    log.propagate = False
+    log.info("file %s", "photo-\udcff.png")  # a file name decoded with surrogateescape
+    log.info("déjà vu \u2028", extra={"who": "José"})
+    log.info("keys", extra={"d": {(1, 2): 3, 4: "four"}})
+    log.info("floats", extra={"nan": float("nan"), "inf": float("inf"), "ninf": -np.float64("inf"),
+                               "ok": 0.5})
+    log.info("circle", extra={"c": circular})
+    log.info("nostr", extra={"x": _NoStr()})
+    log.info("badfmt %d", "x")
+    stream.flush()
+    assert "Logging error" not in capsys.readouterr().err
+    lines = raw.getvalue().decode("ascii").splitlines()
+    assert len(lines) == 7
+    recs = [_strict_json(line) for line in lines]
+    assert recs[0]["msg"] == "file photo-\\udcff.png"
+    assert recs[1]["msg"] == "déjà vu \u2028" and recs[1]["who"] == "José"
+    assert recs[2]["d"] == {"(1, 2)": 3, "4": "four"}
+    assert (recs[3]["nan"], recs[3]["inf"], recs[3]["ninf"], recs[3]["ok"]) == ("nan", "inf", "-inf", 0.5)
+    assert recs[4]["c"] == ["<circular>"]
+    assert recs[5]["x"] == "<unprintable _NoStr>"
+    assert recs[6]["msg"].startswith("badfmt %d % ('x',)") and "TypeError" in recs[6]["msg"]
+
+
 def test_metrics_values_in_a_private_registry():
     m = TableMetrics(fps_window_s=1.0)
     for i in range(90):  # 3 s at 30 fps
@@ -112,6 +163,23 @@ def test_fps_gauge_drops_when_frames_slow_down():
     assert m.value("craps_table_frames_per_second") == 5.0
 
 
+def test_fps_gauge_falls_to_zero_when_frames_stop():
+    """The gauge is computed when scraped: a camera that stops delivering frames shows 0 fps
+    within the window, not the rate of the last frame that came."""
+    clock = [500.0]
+    m = TableMetrics(fps_window_s=1.0, clock=lambda: clock[0])
+    for i in range(60):  # 2 s at 30 fps, the clock following
+        clock[0] = 500.0 + i / 30.0
+        m.frame(clock[0])
+    assert m.value("craps_table_frames_per_second") == 30.0
+    clock[0] += 0.5  # no frame for 0.5 s: half the window is empty
+    assert m.value("craps_table_frames_per_second") == 15.0
+    clock[0] += 1.0  # none for 1.5 s
+    assert m.value("craps_table_frames_per_second") == 0.0
+    assert m.value("craps_table_frames_total") == 60
+    assert TableMetrics().value("craps_table_frames_per_second") == 0.0  # no frame yet
+
+
 def test_metrics_http_endpoint_on_loopback():
     m = TableMetrics()
     port = m.serve(MetricsConfig(port=0))
@@ -125,3 +193,61 @@ def test_metrics_http_endpoint_on_loopback():
         m.close()
         m.close()
     assert MetricsConfig().addr == "127.0.0.1"
+
+
+def test_documented_jq_commands_work_on_journal_output(tmp_path):
+    """docs/raspberry-pi.md §5: each `journalctl ... | jq ...` command, run on the documented
+    example lines with a plain-text journal line among them, gives what it promises."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("jq") is None:
+        pytest.skip("jq not installed")
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "raspberry-pi.md").read_text()
+    section = doc[doc.index("## 5. Watch"):doc.index("## 6.")]
+    examples = re.search(r"```json\n(.*?)```", section, re.S).group(1).splitlines()
+    records = [json.loads(x) for x in examples]
+    # the example lines are the service's real messages (logger and message start)
+    sources = {"controller.service": (root / "controller" / "service.py").read_text(),
+               "controller.service_cli": (root / "controller" / "service_cli.py").read_text()}
+    for rec in records:
+        first_word = rec["msg"].split(" ")[0]
+        assert f'log.{rec["level"].lower()}("{first_word} ' in sources[rec["logger"]], rec
+    journal = tmp_path / "journal.txt"
+    journal.write_text("Started craps-table.service - Craps table controller.\n" + "\n".join(examples) + "\n")
+    commands = [line.split("| ", 1)[1] for line in section.splitlines()
+                if line.startswith("journalctl") and "| jq" in line]
+    assert len(commands) == 3
+    outputs = []
+    for cmd in commands:
+        proc = subprocess.run(f"{cmd} < {journal}", shell=True, capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, (cmd, proc.stderr)
+        outputs.append(proc.stdout)
+    assert outputs[0].count('"ts"') == len(examples) and '"Started craps-table.service' in outputs[0]
+    assert outputs[1].count('"msg"') == 1 and "safe state: camera-lost" in outputs[1]
+    assert outputs[2].strip().endswith("verdict table-1-00000004 roll [4, 4]")
+
+
+def test_a_bad_metrics_address_is_named_as_the_address(tmp_path):
+    import socket
+
+    from controller.config import TableConfig
+    from controller.service_cli import SetupError, build_metrics
+
+    def cfg(**metrics):
+        return TableConfig.model_validate({"metrics": {"port": 0, **metrics}})
+
+    with pytest.raises(SetupError, match=r"^metrics\.addr '192\.0\.2\.1': "):  # not this host's (TEST-NET-1)
+        build_metrics(cfg(addr="192.0.2.1"))
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1]
+        with pytest.raises(SetupError, match=rf"^metrics\.port {port} \(addr '127.0.0.1'\): "):
+            build_metrics(cfg(port=port))
+    finally:
+        taken.close()

@@ -106,3 +106,28 @@ def test_watchdog_off_without_watchdog_usec():
     assert wd.tick(0.0) is False
     with pytest.raises(ValueError):
         Watchdog(SdNotify({}), 0.0)
+
+
+def test_on_error_reports_instead_of_raising(tmp_path, fake_systemd):
+    errors: list[Exception] = []
+    gone = SdNotify({"NOTIFY_SOCKET": str(tmp_path / "nonexistent.sock")}, on_error=errors.append)
+    assert gone.enabled
+    assert gone.ready("up") is False and gone.watchdog() is False and gone.stopping() is False
+    assert [type(e) for e in errors] == [FileNotFoundError] * 3
+    errors.clear()
+    relative = SdNotify({"NOTIFY_SOCKET": "relative.sock"}, on_error=errors.append)
+    assert not relative.enabled and relative.ready() is False
+    assert len(errors) == 1 and "NOTIFY_SOCKET='relative.sock'" in str(errors[0])
+    errors.clear()
+    path, sock = fake_systemd
+    ok = SdNotify({"NOTIFY_SOCKET": path}, on_error=errors.append)
+    assert ok.status("two\nlines") is False and isinstance(errors[0], ValueError)
+    assert ok.ready("up") is True and _recv(sock) == b"READY=1\nSTATUS=up"
+    errors.clear()
+    dog = Watchdog.from_env(ok, {"WATCHDOG_USEC": "5s"}, on_error=errors.append)
+    assert dog.interval_s is None and dog.tick() is False
+    assert len(errors) == 1 and "WATCHDOG_USEC='5s'" in str(errors[0])
+    with pytest.raises(ValueError):  # without on_error: as before
+        Watchdog.from_env(ok, {"WATCHDOG_USEC": "5s"})
+    with pytest.raises(FileNotFoundError):
+        SdNotify({"NOTIFY_SOCKET": str(tmp_path / "nonexistent.sock")}).ready()
