@@ -20,7 +20,7 @@ from controller.lamps import NullLampDriver
 from controller.service_cli import build_service
 from vision.types import DieReading
 from tableconfig import write_test_config
-from list_publisher import ListPublisher
+from list_publisher import ListPublisher, alarm_order_lamps
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TRAY = SHARED / "data" / "dice-photos" / "topdown-tray"
@@ -793,20 +793,8 @@ def test_a_new_fault_publishes_its_alarm_before_the_lamps_change(tmp_path):
     """A fault's alarm goes on the bus before the fault lamp is lit (a slow lamp driver never
     delays it)."""
     pub = ListPublisher()
-
-    class Recording(NullLampDriver):
-        """Notes, at each lamp command, the alarms already published."""
-
-        def __init__(self):
-            super().__init__()
-            self.calls: list[tuple[str, str, list[str]]] = []
-
-        def set_lamp(self, name, mode, brightness=1.0):
-            super().set_lamp(name, mode, brightness)
-            self.calls.append((name, mode, [b["code"] for t, b in pub.sent if t == "alarm"]))
-
     service = make_service(tmp_path, pub)
-    driver = Recording()
+    driver = alarm_order_lamps(lambda: [b for t, b in pub.sent if t == "alarm"])
     service.lamps.driver = driver
     service.start()
     service.process(Frame(np.zeros((4, 4), np.float64), 0.0, 0))           # unusable frame

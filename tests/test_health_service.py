@@ -412,22 +412,10 @@ def test_source_error_publishes_the_safe_state_then_stops(tmp_path):
 def test_the_safe_state_alarm_is_published_before_the_lamps_change(tmp_path):
     """Entering the safe state publishes the ``safe-state`` alarm first and only then lights the
     fault lamp: a lamp driver (a slow MCU) can never delay the alarm."""
-    from controller.lamps import NullLampDriver
+    from list_publisher import alarm_order_lamps
 
     pub = ListPublisher()
-
-    class Recording(NullLampDriver):
-        """Notes, at each lamp command, the alarms already published."""
-
-        def __init__(self):
-            super().__init__()
-            self.calls: list[tuple[str, str, list[str]]] = []
-
-        def set_lamp(self, name, mode, brightness=1.0):
-            super().set_lamp(name, mode, brightness)
-            self.calls.append((name, mode, [b["code"] for b in pub.bodies("alarm")]))
-
-    driver = Recording()
+    driver = alarm_order_lamps(lambda: pub.bodies("alarm"))
     service, _ = build_service(table_config(tmp_path, health={"frame_timeout_s": 0.2}), None, publisher=pub,
                                lamp_driver=driver, reader=fake_reader, health=True)
     try:
