@@ -34,7 +34,7 @@ from camera.base import Frame, FrameError, FrameSource
 from controller.game import GameState, advance, new_shooter, set_decide_only
 from controller.health import HealthMonitor, HealthStatus, frame_digest, frame_level
 from controller.lamps import LampController
-from controller.lifecycle import (CLEARING, IN_MOTION, READ_OFFERED, READ_VERDICT, STEP_READ, STEP_THROW,
+from controller.lifecycle import (CLEARING, IN_MOTION, READ_OFFERED, READ_SETTLED, READ_VERDICT, STEP_READ, STEP_THROW,
                                   STEP_TIMEOUT, MotionDetector, RollLifecycle, SceneDie)
 from controller.offer import OfferFinding, judge_offer
 from controller.irregularity_profile import SHOOTER_CHANGES
@@ -328,6 +328,7 @@ class TableService:
         self._held: deque = deque(maxlen=100)  # alarms the bus refused, retried by tick()
         self._grace_until: float | None = None
         self._frame_seen = False
+        self._first_read = True  # the first rest after start: dice on the table raise an alarm
         self._clock_ref = (0.0, time.monotonic())
         #: the round driver of an automated / stadium rig (controller/automation.py), or None
         self.rounds = None
@@ -756,6 +757,9 @@ class TableService:
                       for o in on_table)
         offer = self._judge_offer(observations, facts) if origin == IN_MOTION else None
         outcome = self.lifecycle.on_read(scene, offer=offer is not None and offer.offered)
+        first, self._first_read = self._first_read, False
+        if first and outcome == READ_SETTLED:
+            self._dice_at_rest_at_start(on_table)
         if not scene:
             self._empty_ref = self.motion.snapshot()
         if outcome == READ_OFFERED and offer is not None and offer.offered:
@@ -767,6 +771,25 @@ class TableService:
         if self.rounds is not None:  # at rest; dice resting where they rested: a no roll
             verdict = self.rounds.review(verdict, frame.t)
         return self._commit_and_publish(verdict, frame, arrived)
+
+    def _dice_at_rest_at_start(self, on_table: Sequence[DieObservation]) -> None:
+        """The first scene settled after start shows dice on the table (not in the cup): the
+        process may have stopped between the dice coming to rest and the verdict's commit, so
+        the last throw may be undecided. Nothing is decided from them (they did not move in
+        this run); an alarm ``dice-at-rest-at-start`` tells the boxperson to check the last
+        verdict. A bus that refuses it is logged, never raised."""
+        dice = [o for o in on_table if o.zone != "dice_cup"]
+        if not dice:
+            return
+        last = self.store.last_roll_id() or "none"
+        values = ", ".join("?" if o.reading.value is None else str(o.reading.value) for o in dice)
+        message = (f"dice at rest at start: the last throw may be undecided (last verdict {last}; "
+                   f"dice on the table: {values})")
+        log.warning("%s", message, extra={"event": "dice-at-rest-at-start"})
+        try:
+            self._publish("alarm", {"code": "dice-at-rest-at-start", "message": message[:500]})
+        except Exception:  # noqa: BLE001 - an alarm that cannot be sent is logged, not raised
+            log.exception("could not publish the alarm dice-at-rest-at-start")
 
     def _judge_offer(self, observations: Sequence[DieObservation], facts: ThrowFacts) -> OfferFinding | None:
         """Whether the dice at rest after a motion from the empty table were offered to a new

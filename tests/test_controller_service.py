@@ -1020,3 +1020,31 @@ def test_run_exits_2_when_the_store_is_behind_the_journal(tmp_path, monkeypatch,
     assert rc == 2
     err = capsys.readouterr().err
     assert "is behind the bus journal" in err and "t-test-00000001" in err and str(bus_cfg.journal_path) in err
+
+
+def test_dice_at_rest_at_start_raise_an_alarm(tmp_path):
+    pub = ListPublisher()
+    service = make_service(tmp_path / "a", pub)
+    bodies, t = run_throws(service, [[(2, 100, 100), (3, 200, 120)]])
+    service.close()
+    assert [b["roll_id"] for b in bodies] == ["t-test-00000001"]
+    pub = ListPublisher()
+    again = make_service(tmp_path / "a", pub)  # restarted with dice lying on the table
+    again.start()
+    outs = [again.process(Frame(scene_image([(6, 100, 100), (3, 200, 120)]), t + 1 + k / 30, 9000 + k))
+            for k in range(60)]
+    assert [o for o in outs if o] == []  # nothing decided from dice that did not move
+    alarms = [b for topic, b in pub.sent if topic == "alarm"]
+    assert [a["code"] for a in alarms] == ["dice-at-rest-at-start"]
+    assert "last verdict t-test-00000001" in alarms[0]["message"] and "6, 3" in alarms[0]["message"]
+    run_throws(again, [[(4, 100, 100), (1, 200, 120)]], t0=t + 10)  # later rests raise nothing
+    assert [b["code"] for topic, b in pub.sent if topic == "alarm"] == ["dice-at-rest-at-start"]
+    assert [b["dice"] for b in pub.rolls()] == [[4, 1]]
+    again.close()
+    pub = ListPublisher()
+    empty = make_service(tmp_path / "b", pub)  # an empty table at start: no alarm
+    empty.start()
+    for k in range(60):
+        empty.process(Frame(scene_image([]), k / 30, k))
+    assert [topic for topic, _ in pub.sent] == ["state"]
+    empty.close()
