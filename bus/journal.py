@@ -137,6 +137,12 @@ class Journal:
                                   (int(seq), int(limit))).fetchall()
         return [(int(s), bytes(w)) for s, w in rows]
 
+    def last_of(self, topic: str) -> tuple[int, bytes] | None:
+        """The last message held on ``topic``: ``(seq, wire)``, or ``None`` if none is held."""
+        row = self._conn.execute("SELECT seq, envelope FROM messages WHERE topic=? ORDER BY seq DESC LIMIT 1",
+                                 (topic,)).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
     def prune(self, upto: int) -> int:
         """Delete messages with seq <= ``upto``. Returns how many were deleted. The caller
         decides that they are acknowledged; ``last_seq`` is unchanged."""

@@ -78,29 +78,56 @@ class GameState:
         return d
 
 
+#: The outcomes :func:`classify` gives (``GameState.last_outcome`` is one of them or ``None``).
+OUTCOMES: tuple[str, ...] = ("natural", "craps", "point-set", "point-made", "seven-out", "no-decision",
+                             "decide-only")
+
+
+def _int_field(data: dict, name: str, *, minimum: int) -> int:
+    value = data[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"game state record: {name} {value!r} is not an integer")
+    if value < minimum:
+        raise ValueError(f"game state record: {name} {value} is below {minimum}")
+    return value
+
+
 def state_from_json(data: dict) -> GameState:
     """Rebuild a :class:`GameState` from :meth:`GameState.to_json`.
 
+    Every counter must be a JSON integer (not a float, a string or a boolean), ``point`` and
+    each of ``points_made`` one of :data:`POINTS`, ``last_outcome`` one of :data:`OUTCOMES`
+    or ``None``, ``decide_only`` a boolean.
+
     Raises:
-        ValueError: naming the field when a value is out of range (a corrupt state record).
+        ValueError: naming the field when a value is missing, of the wrong type or out of range
+            (a corrupt state record).
     """
+    if not isinstance(data, dict):
+        raise ValueError(f"game state record: not an object: {type(data).__name__}")
     try:
-        state = GameState(
-            shooter=int(data["shooter"]),
-            shooter_roll=int(data["shooter_roll"]),
-            point=None if data["point"] is None else int(data["point"]),
-            rolls=int(data["rolls"]),
-            points_made=tuple(int(p) for p in data.get("points_made", ())),
-            last_outcome=data.get("last_outcome"),
-            decide_only=bool(data.get("decide_only", False)),
-        )
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"game state record: missing or malformed field {exc}") from None
-    if state.point is not None and state.point not in POINTS:
-        raise ValueError(f"game state record: point {state.point} is not one of {POINTS}")
-    if state.shooter < 1 or state.shooter_roll < 0 or state.rolls < 0:
-        raise ValueError(f"game state record: negative counter in {data}")
-    return state
+        shooter = _int_field(data, "shooter", minimum=1)
+        shooter_roll = _int_field(data, "shooter_roll", minimum=0)
+        rolls = _int_field(data, "rolls", minimum=0)
+        point = data["point"]
+    except KeyError as exc:
+        raise ValueError(f"game state record: missing field {exc}") from None
+    if point is not None and (isinstance(point, bool) or not isinstance(point, int) or point not in POINTS):
+        raise ValueError(f"game state record: point {point!r} is not one of {POINTS}")
+    made = data.get("points_made", [])
+    if not isinstance(made, (list, tuple)):
+        raise ValueError(f"game state record: points_made {made!r} is not a list")
+    for p in made:
+        if isinstance(p, bool) or not isinstance(p, int) or p not in POINTS:
+            raise ValueError(f"game state record: points_made holds {p!r}, not one of {POINTS}")
+    outcome = data.get("last_outcome")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise ValueError(f"game state record: last_outcome {outcome!r} is not one of {OUTCOMES}")
+    decide_only = data.get("decide_only", False)
+    if not isinstance(decide_only, bool):
+        raise ValueError(f"game state record: decide_only {decide_only!r} is not a boolean")
+    return GameState(shooter=shooter, shooter_roll=shooter_roll, point=point, rolls=rolls,
+                     points_made=tuple(made), last_outcome=outcome, decide_only=decide_only)
 
 
 def classify(state: GameState, total: int) -> Outcome:

@@ -34,13 +34,13 @@ from camera.base import Frame, FrameError, FrameSource
 from controller.game import GameState, advance, new_shooter, set_decide_only
 from controller.health import HealthMonitor, HealthStatus, frame_digest, frame_level
 from controller.lamps import LampController
-from controller.lifecycle import (CLEARING, IN_MOTION, READ_OFFERED, READ_VERDICT, STEP_READ, STEP_THROW,
+from controller.lifecycle import (CLEARING, IN_MOTION, READ_OFFERED, READ_SETTLED, READ_VERDICT, STEP_READ, STEP_THROW,
                                   STEP_TIMEOUT, MotionDetector, RollLifecycle, SceneDie)
 from controller.offer import OfferFinding, judge_offer
 from controller.irregularity_profile import SHOOTER_CHANGES
 from controller.policy import NY_5324, Action, Policy
 from controller.reasons import STAFF_CALL_REASONS, Reason
-from controller.store import StateStore
+from controller.store import StateStore, StoreError
 from controller.verdict import DieObservation, ThrowFacts, Verdict, decide
 from vision.types import DieReading
 
@@ -107,9 +107,14 @@ def source_table_area(source: object) -> list[tuple[float, float]] | None:
     return polygon_from_zones(zones, hom)
 
 
-def journal_roll_ids(journal_path, after_seq: int, limit: int = 100_000) -> dict[str, int]:
+def journal_roll_ids(journal_path, after_seq: int, limit: int = 10_000) -> dict[str, int]:
     """``{roll_id: seq}`` of the ``"roll"`` messages in the bus journal at ``journal_path`` with a
-    sequence number above ``after_seq`` (read-only; empty if the journal does not exist yet)."""
+    sequence number above ``after_seq`` (read-only; empty if the journal does not exist yet).
+    The journal is read in pages of ``limit`` messages up to its last sequence number.
+
+    Raises:
+        bus.journal.JournalError: the file is not a bus journal.
+    """
     import json
     from pathlib import Path
 
@@ -120,13 +125,75 @@ def journal_roll_ids(journal_path, after_seq: int, limit: int = 100_000) -> dict
     journal = Journal(Path(journal_path), readonly=True)
     try:
         out = {}
-        for seq, wire in journal.read_from(after_seq + 1, limit):
-            env = json.loads(wire)
-            if env.get("topic") == "roll" and isinstance(env.get("body"), dict):
-                out[str(env["body"].get("roll_id"))] = seq
+        seq, last = max(0, int(after_seq)) + 1, journal.last_seq
+        for _ in range((last - seq) // max(1, limit) + 2):  # bounded: each page moves seq on
+            page = journal.read_from(seq, limit)
+            if not page:
+                break
+            for s, wire in page:
+                env = json.loads(wire)
+                if env.get("topic") == "roll" and isinstance(env.get("body"), dict):
+                    out[str(env["body"].get("roll_id"))] = s
+            seq = page[-1][0] + 1
         return out
     finally:
         journal.close()
+
+
+def roll_number(roll_id: str | None) -> int | None:
+    """The verdict counter in a roll id ``TABLE-NNNNNNNN`` (``None`` when it has none)."""
+    tail = str(roll_id or "").rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def journal_last_roll(journal_path) -> tuple[int, str] | None:
+    """``(seq, roll_id)`` of the last ``"roll"`` message the bus journal at ``journal_path``
+    holds (read-only; ``None`` if the journal does not exist or holds no roll).
+
+    Raises:
+        bus.journal.JournalError: the file is not a bus journal.
+    """
+    import json
+    from pathlib import Path
+
+    from bus.journal import Journal
+
+    if not Path(journal_path).exists():
+        return None
+    journal = Journal(Path(journal_path), readonly=True)
+    try:
+        last = journal.last_of("roll")
+    finally:
+        journal.close()
+    if last is None:
+        return None
+    try:
+        body = json.loads(last[1]).get("body") or {}
+    except (ValueError, AttributeError):
+        return None
+    return last[0], str(body.get("roll_id"))
+
+
+def check_store_not_behind_journal(store: StateStore, journal_path) -> None:
+    """Refuse a store that is behind the bus journal: the journal's last roll message carries a
+    roll number above the store's verdict count (the store was truncated, lost or restored from
+    an older copy). Starting would begin again from the store's counter and publish roll ids
+    that subscribers have already settled, with other dice.
+
+    Raises:
+        StoreError: naming both files and the last roll id each holds.
+    """
+    last = journal_last_roll(journal_path)
+    if last is None:
+        return
+    seq, roll_id = last
+    n = roll_number(roll_id)
+    if n is not None and n > store.verdict_count:
+        raise StoreError(
+            f"state db {store.path} is behind the bus journal {journal_path}: the journal's last roll is "
+            f"{roll_id} (seq {seq}), the store's last is {store.last_roll_id() or 'none'} "
+            f"({store.verdict_count} verdicts); refusing to start, which would reuse roll ids "
+            f"(restore the store's latest copy, or move both files aside to open a new table record)")
 
 
 @dataclass
@@ -261,6 +328,7 @@ class TableService:
         self._held: deque = deque(maxlen=100)  # alarms the bus refused, retried by tick()
         self._grace_until: float | None = None
         self._frame_seen = False
+        self._first_read = True  # the first rest after start: dice on the table raise an alarm
         self._clock_ref = (0.0, time.monotonic())
         #: the round driver of an automated / stadium rig (controller/automation.py), or None
         self.rounds = None
@@ -269,15 +337,23 @@ class TableService:
 
     def start(self) -> None:
         """Publish what a previous run committed but did not publish, then a ``"state"``
-        message (``event: "start"``) with the resumed game, and set the lamps."""
+        message (``event: "start"``) with the resumed game, and set the lamps.
+
+        Raises:
+            controller.store.StoreError: the store cannot be read or written (naming the file).
+        """
         if self._started:
             return
         self._started = True
         pending = self.store.unpublished()
-        sent = self.journalled_rolls(self.store.last_published_seq()) if pending and self.journalled_rolls else {}
+        # marks made in another journal (one since replaced, numbered from 1 again) do not
+        # count: then the whole of the current journal is searched
+        journal_id = getattr(self.publisher, "journal_id", None)
+        sent = (self.journalled_rolls(self.store.last_published_seq(journal_id))
+                if pending and self.journalled_rolls else {})
         for body in pending:
             if body.get("roll_id") in sent:  # published, but stopped before marking it
-                self.store.mark_published(body["roll_id"], sent[body["roll_id"]])
+                self.store.mark_published(body["roll_id"], sent[body["roll_id"]], journal_id)
                 continue
             log.warning("publishing verdict %s committed before a restart", body.get("roll_id"))
             self._publish_verdict_body(body)
@@ -291,6 +367,8 @@ class TableService:
 
         Raises:
             camera.base.FrameError: the source failed (an alarm is published first).
+            controller.store.StoreError: the store cannot be written (disk full, I/O error):
+                the verdict being committed is not written, nor published.
         """
         self.start()
         target = None if max_verdicts is None else self.stats.total_verdicts + max_verdicts
@@ -679,6 +757,9 @@ class TableService:
                       for o in on_table)
         offer = self._judge_offer(observations, facts) if origin == IN_MOTION else None
         outcome = self.lifecycle.on_read(scene, offer=offer is not None and offer.offered)
+        first, self._first_read = self._first_read, False
+        if first and outcome == READ_SETTLED:
+            self._dice_at_rest_at_start(on_table)
         if not scene:
             self._empty_ref = self.motion.snapshot()
         if outcome == READ_OFFERED and offer is not None and offer.offered:
@@ -690,6 +771,25 @@ class TableService:
         if self.rounds is not None:  # at rest; dice resting where they rested: a no roll
             verdict = self.rounds.review(verdict, frame.t)
         return self._commit_and_publish(verdict, frame, arrived)
+
+    def _dice_at_rest_at_start(self, on_table: Sequence[DieObservation]) -> None:
+        """The first scene settled after start shows dice on the table (not in the cup): the
+        process may have stopped between the dice coming to rest and the verdict's commit, so
+        the last throw may be undecided. Nothing is decided from them (they did not move in
+        this run); an alarm ``dice-at-rest-at-start`` tells the boxperson to check the last
+        verdict. A bus that refuses it is logged, never raised."""
+        dice = [o for o in on_table if o.zone != "dice_cup"]
+        if not dice:
+            return
+        last = self.store.last_roll_id() or "none"
+        values = ", ".join("?" if o.reading.value is None else str(o.reading.value) for o in dice)
+        message = (f"dice at rest at start: the last throw may be undecided (last verdict {last}; "
+                   f"dice on the table: {values})")
+        log.warning("%s", message, extra={"event": "dice-at-rest-at-start"})
+        try:
+            self._publish("alarm", {"code": "dice-at-rest-at-start", "message": message[:500]})
+        except Exception:  # noqa: BLE001 - an alarm that cannot be sent is logged, not raised
+            log.exception("could not publish the alarm dice-at-rest-at-start")
 
     def _judge_offer(self, observations: Sequence[DieObservation], facts: ThrowFacts) -> OfferFinding | None:
         """Whether the dice at rest after a motion from the empty table were offered to a new
@@ -882,7 +982,9 @@ class TableService:
             self.stats.faults += 1
             self.lamps.set_fault(True)
             return False
-        self.store.mark_published(body["roll_id"], env.get("seq") if isinstance(env, dict) else None)
+        env = env if isinstance(env, dict) else {}
+        self.store.mark_published(body["roll_id"], env.get("seq"),
+                                  env.get("journal_id") or getattr(self.publisher, "journal_id", None))
         return True
 
     def _flush_outbox(self) -> None:

@@ -30,7 +30,7 @@ from camera.errors import BadInputError, CameraUnavailable
 from controller.config import ConfigError, TableConfig, load_config
 from controller.lamps import GpioLampDriver, LampController, LampDriver, NullLampDriver
 from controller.lifecycle import MotionDetector, RollLifecycle
-from controller.service import TableService, journal_roll_ids, source_table_area
+from controller.service import TableService, check_store_not_behind_journal, journal_roll_ids, source_table_area
 from controller.store import StateStore, StoreError
 
 log = logging.getLogger("controller.service_cli")
@@ -205,6 +205,14 @@ def _run_service(args: argparse.Namespace) -> int:
             return 2
         except FrameError as exc:
             print(f"craps-table run: frame source failed: {exc}", file=sys.stderr)
+            return 1
+        except StoreError as exc:  # disk full, I/O error: the throw in hand was not committed
+            log.error("state store failed, stopping: %s", exc)
+            print(f"craps-table run: state store failed: {exc}", file=sys.stderr)
+            try:
+                publisher.publish("alarm", {"code": "store-fault", "message": str(exc)[:500]})
+            except Exception:  # noqa: BLE001 - the bus may share the full disk: logged, not raised
+                log.exception("could not publish the alarm store-fault")
             return 1
         except KeyboardInterrupt:
             stats = service.stats
@@ -443,6 +451,21 @@ def build_health(cfg: TableConfig, source: object, *, bridge: bool) -> "HealthMo
     return HealthMonitor(hc.model_copy(update=update))
 
 
+def check_journal(store: StateStore, journal_path) -> None:
+    """:func:`controller.service.check_store_not_behind_journal`, with a journal that cannot be
+    read logged (the publisher, which opens it first, reports it).
+
+    Raises:
+        controller.store.StoreError: the store is behind the journal.
+    """
+    from bus.journal import JournalError
+
+    try:
+        check_store_not_behind_journal(store, journal_path)
+    except JournalError as exc:
+        log.warning("bus journal not checked against the store: %s", exc)
+
+
 def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp_driver: LampDriver | None = None,
                   reader=None, on_message=None, metrics=None, health=None) -> tuple[TableService, object]:
     """Build the :class:`TableService` for ``cfg`` (edges may be passed in, e.g. by tests).
@@ -475,6 +498,8 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         observer, closers = build_observer(cfg, source, area, table_command=_late_post(late_post), reader=reader)
         opened.extend(closers)
         store = StateStore(cfg.state.db)
+        opened.append(store)
+        check_journal(store, cfg.bus.journal_path)
     except BaseException:
         for thing in reversed(opened):  # nothing half-open is left behind
             close = thing if callable(thing) else thing.close

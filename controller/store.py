@@ -6,20 +6,30 @@ number. On start, :meth:`StateStore.unpublished` returns the bodies written but 
 published (the process stopped between the commit and the publish) so the service publishes
 them before anything new: no verdict is lost and none is decided twice.
 
-Schema (one file, WAL mode, ``synchronous=FULL``):
+Schema (one file, WAL mode, ``synchronous=FULL``, ``PRAGMA user_version`` =
+:data:`SCHEMA_VERSION`):
 
 - ``game(id=1, state_json, verdicts, updated)``: the current :class:`~controller.game.GameState`
   and the number of verdicts issued (the next roll id's counter).
-- ``verdicts(n PRIMARY KEY, roll_id UNIQUE, body_json, created, published_seq)``.
+- ``verdicts(n PRIMARY KEY, roll_id UNIQUE, body_json, created, published_seq, journal_id)``:
+  ``journal_id`` is the bus journal the verdict was published in (``published_seq`` is a
+  sequence number of that journal).
+
+One process owns the file: :class:`StateStore` holds an exclusive ``flock`` on ``<db>.lock``.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import sqlite3
 import time
 from pathlib import Path
 
 from controller.game import GameState, state_from_json
+
+#: The schema this code writes (``PRAGMA user_version``). 0: a file made before the version was
+#: recorded (upgraded in place: the ``journal_id`` column is added). A higher version is refused.
+SCHEMA_VERSION = 1
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS game (
@@ -33,9 +43,15 @@ CREATE TABLE IF NOT EXISTS verdicts (
     roll_id TEXT NOT NULL UNIQUE,
     body_json TEXT NOT NULL,
     created REAL NOT NULL,
-    published_seq INTEGER
+    published_seq INTEGER,
+    journal_id TEXT
 );
 """
+
+_COLUMNS = {
+    "game": ("id", "state_json", "verdicts", "updated"),
+    "verdicts": ("n", "roll_id", "body_json", "created", "published_seq", "journal_id"),
+}
 
 
 class StoreError(RuntimeError):
@@ -49,29 +65,84 @@ class StateStore:
         path: the database file (created with its parent directory if missing).
 
     Raises:
-        StoreError: when the file is not a usable SQLite database or its record is corrupt.
+        StoreError: when the file is not a usable SQLite database, its record is corrupt, its
+            schema is newer than this code's (:data:`SCHEMA_VERSION`) or lacks a column, or
+            another process (or another ``StateStore``) holds the store's lock ``<db>.lock``.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self.lock_path = Path(str(self.path) + ".lock")
+        self._db = None
+        self._lockfile = None
+        self._lockfile = self._take_lock()
+        try:
+            try:
+                self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._open_schema()
+            except (sqlite3.Error, OSError) as exc:
+                raise StoreError(f"state db {self.path}: {exc}") from exc
+            self._state, self._verdicts = self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    def _take_lock(self):
+        """Take the exclusive lock ``<db>.lock`` (one service per store)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"state db {self.path}: {exc}") from exc
-        self._state, self._verdicts = self._load()
+            f = open(self.lock_path, "a")
+        except OSError as exc:
+            raise StoreError(f"state db {self.path}: cannot open the lock {self.lock_path}: {exc}") from exc
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            raise StoreError(f"state db {self.path} is in use by another service (lock {self.lock_path})") from None
+        return f
+
+    def _open_schema(self) -> None:
+        """Create the tables in a new file, upgrade a version-0 file, refuse a newer one or one
+        that lacks a column."""
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"state db {self.path}: schema version {version} is newer than this "
+                             f"controller's ({SCHEMA_VERSION}); refusing to open it")
+        self._db.executescript(_SCHEMA)
+        cols = {r[1] for r in self._db.execute("PRAGMA table_info(verdicts)")}
+        if "journal_id" not in cols:  # a version-0 file: add the column (NULL: journal unknown)
+            self._db.execute("ALTER TABLE verdicts ADD COLUMN journal_id TEXT")
+        for table, want in _COLUMNS.items():
+            have = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+            missing = [c for c in want if c not in have]
+            if missing:
+                raise StoreError(f"state db {self.path}: table {table} lacks column(s) {', '.join(missing)} "
+                                 f"(schema version {version}, expected {SCHEMA_VERSION})")
+        if version < SCHEMA_VERSION:
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _load(self) -> tuple[GameState, int]:
-        row = self._db.execute("SELECT state_json, verdicts FROM game WHERE id = 1").fetchone()
-        if row is None:
-            return GameState(), 0
         try:
-            return state_from_json(json.loads(row[0])), int(row[1])
-        except (ValueError, TypeError) as exc:
-            raise StoreError(f"state db {self.path}: corrupt game record: {exc}") from exc
+            row = self._db.execute("SELECT state_json, verdicts FROM game WHERE id = 1").fetchone()
+            top = self._db.execute("SELECT MAX(n) FROM verdicts").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot read the game record: {exc}") from exc
+        if row is None:
+            state, verdicts = GameState(), 0
+        else:
+            try:
+                state = state_from_json(json.loads(row[0]))
+                if isinstance(row[1], bool) or not isinstance(row[1], int) or row[1] < 0:
+                    raise ValueError(f"verdicts counter {row[1]!r} is not a count")
+                verdicts = row[1]
+            except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+                raise StoreError(f"state db {self.path}: corrupt game record (game id 1): {exc}") from exc
+        if top is not None and int(top) > verdicts:
+            raise StoreError(f"state db {self.path}: the game record counts {verdicts} verdicts but the "
+                             f"verdicts table holds verdict {top}: the roll ids would be reused")
+        return state, verdicts
 
     @property
     def state(self) -> GameState:
@@ -110,29 +181,81 @@ class StateStore:
             raise StoreError(f"state db {self.path}: commit failed: {exc}") from exc
         self._state, self._verdicts = state, verdicts
 
-    def mark_published(self, roll_id: str, seq: int | None) -> None:
+    def mark_published(self, roll_id: str, seq: int | None, journal_id: str | None = None) -> None:
         """Record that the verdict ``roll_id`` went out on the bus with sequence ``seq``
-        (``-1`` when the bus gives none)."""
-        # Not fsync'd: a mark lost in a power cut is found again in the bus journal on restart
-        # (TableService.start), so it costs no duplicate; this keeps one fsync off the path.
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        (``-1`` when the bus gives none) in the bus journal ``journal_id``.
+
+        The mark is written with ``synchronous=FULL`` (fsync'd, like the commit). A mark lost
+        in a power cut would be looked for again in the bus journal on restart, but with
+        ``[bus] prune_acked`` the journal may already have pruned the acknowledged roll, so the
+        restart would publish it a second time; one fsync per verdict (a throw every few
+        seconds at most) is the simpler safe choice.
+
+        Raises:
+            StoreError: on a database error (disk full, I/O error), naming the file; the mark is
+                not written (a restart finds the verdict in the journal).
+        """
         try:
             with self._db:
-                self._db.execute("UPDATE verdicts SET published_seq = ? WHERE roll_id = ?",
-                                 (-1 if seq is None else int(seq), roll_id))
-        finally:
-            self._db.execute("PRAGMA synchronous=FULL")
+                self._db.execute("UPDATE verdicts SET published_seq = ?, journal_id = ? WHERE roll_id = ?",
+                                 (-1 if seq is None else int(seq), journal_id, roll_id))
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot mark {roll_id} published: {exc}") from exc
 
-    def last_published_seq(self) -> int:
-        """The highest bus sequence number a verdict was marked published with (0 if none)."""
-        row = self._db.execute("SELECT MAX(published_seq) FROM verdicts").fetchone()
+    def last_published_seq(self, journal_id: str | None = None) -> int:
+        """The highest bus sequence number a verdict was marked published with (0 if none).
+
+        With ``journal_id``, only the marks made in that bus journal count: after the journal
+        was replaced, its sequence numbers start again at 1, so this is 0 (search it all).
+
+        Raises:
+            StoreError: on a database error, naming the file.
+        """
+        try:
+            if journal_id is None:
+                row = self._db.execute("SELECT MAX(published_seq) FROM verdicts").fetchone()
+            else:
+                row = self._db.execute("SELECT MAX(published_seq) FROM verdicts WHERE journal_id = ?",
+                                       (journal_id,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot read the verdicts: {exc}") from exc
         return int(row[0]) if row and row[0] is not None and row[0] > 0 else 0
 
+    def last_roll_id(self) -> str | None:
+        """The roll id of the last verdict committed (``None`` if none).
+
+        Raises:
+            StoreError: on a database error, naming the file.
+        """
+        try:
+            row = self._db.execute("SELECT roll_id FROM verdicts ORDER BY n DESC LIMIT 1").fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot read the verdicts: {exc}") from exc
+        return None if row is None else str(row[0])
+
     def unpublished(self) -> list[dict]:
-        """The verdict bodies committed but not yet published, oldest first."""
-        rows = self._db.execute(
-            "SELECT body_json FROM verdicts WHERE published_seq IS NULL ORDER BY n").fetchall()
-        return [json.loads(r[0]) for r in rows]
+        """The verdict bodies committed but not yet published, oldest first.
+
+        Raises:
+            StoreError: on a database error or a row whose body is not a JSON object, naming the
+                file and the row.
+        """
+        try:
+            rows = self._db.execute(
+                "SELECT n, roll_id, body_json FROM verdicts WHERE published_seq IS NULL ORDER BY n").fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot read the outbox: {exc}") from exc
+        out = []
+        for n, roll_id, body in rows:
+            try:
+                obj = json.loads(body)
+            except (ValueError, TypeError, RecursionError) as exc:
+                raise StoreError(f"state db {self.path}: corrupt outbox row n={n} ({roll_id}): {exc}") from exc
+            if not isinstance(obj, dict) or obj.get("roll_id") != roll_id:
+                raise StoreError(f"state db {self.path}: corrupt outbox row n={n} ({roll_id}): "
+                                 "not the verdict body of that roll")
+            out.append(obj)
+        return out
 
     def verdicts(self, limit: int = 1000) -> list[dict]:
         """The last ``limit`` verdict bodies, oldest first (for audit and tests)."""
@@ -142,8 +265,12 @@ class StateStore:
         return [json.loads(r[0]) for r in rows]
 
     def close(self) -> None:
-        """Close the database. Safe to call twice."""
+        """Close the database and release its lock. Safe to call twice."""
         try:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
         except sqlite3.Error:
             pass
+        if self._lockfile is not None:
+            self._lockfile.close()  # releases the flock
+            self._lockfile = None

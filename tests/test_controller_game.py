@@ -178,3 +178,120 @@ def test_game_invariants(rolls):
         if outcome == "point-set":
             assert before.point is None and s.point == sum(dice)
     assert s.shooter == 1 + sevens_out and s.rolls == len(rolls)
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("shooter", 1.9, "shooter 1.9 is not an integer"),
+    ("shooter", True, "shooter True is not an integer"),
+    ("rolls", "3", "rolls '3' is not an integer"),
+    ("point", 5.7, "point 5.7 is not one of"),
+    ("point", 7, "point 7 is not one of"),
+    ("points_made", "49", "points_made '49' is not a list"),
+    ("points_made", [4, 7], "points_made holds 7"),
+    ("last_outcome", "banana", "last_outcome 'banana' is not one of"),
+    ("decide_only", "yes", "decide_only 'yes' is not a boolean"),
+])
+def test_state_from_json_rejects_malformed_fields(field, value, match):
+    good = GameState(shooter=2, shooter_roll=1, point=5, rolls=3, points_made=(4,), last_outcome="point-set").to_json()
+    assert state_from_json(good).points_made == (4,)
+    with pytest.raises(ValueError, match=match):
+        state_from_json({**good, field: value})
+
+
+def _sql(db, *stmts):
+    import sqlite3
+
+    c = sqlite3.connect(db)
+    for s in stmts:
+        c.execute(s)
+    c.commit()
+    c.close()
+
+
+def _two_verdicts(db):
+    store = StateStore(db)
+    s, _ = advance(GameState(), (2, 3))
+    store.commit(s, {"roll_id": "t-00000001", "verdict": "roll", "dice": [2, 3]})
+    store.mark_published("t-00000001", 4, "journal-a")
+    store.commit(s, {"roll_id": "t-00000002", "verdict": "no-roll", "dice": None})
+    store.close()
+
+
+@pytest.mark.parametrize("stmts, match", [
+    (["INSERT INTO verdicts (n, roll_id, body_json, created) VALUES (3, 't-00000003', '{\"roll_id\": \"t-', 0)",
+      "UPDATE game SET verdicts = 3"], r"corrupt outbox row n=3 \(t-00000003\)"),
+    (["""UPDATE game SET state_json = '{"shooter": Infinity, "shooter_roll": 1, "point": 5, "rolls": 1}'"""],
+     "corrupt game record .*shooter inf is not an integer"),
+    (["UPDATE game SET verdicts = 1"], "counts 1 verdicts but the verdicts table holds verdict 2"),
+    (["ALTER TABLE verdicts RENAME COLUMN published_seq TO bus_seq"], "verdicts lacks column.*published_seq"),
+])
+def test_store_refuses_a_damaged_record_naming_the_file(tmp_path, stmts, match):
+    db = tmp_path / "state.sqlite"
+    _two_verdicts(db)
+    _sql(db, *stmts)
+    with pytest.raises(StoreError, match=match) as err:
+        store = StateStore(db)
+        store.unpublished()  # the outbox row is read at start
+    assert str(db) in str(err.value)
+
+
+def test_store_schema_version(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "state.sqlite"
+    _two_verdicts(db)
+    c = sqlite3.connect(db)
+    assert c.execute("PRAGMA user_version").fetchone()[0] == 1
+    c.close()
+    _sql(db, "PRAGMA user_version = 7")
+    with pytest.raises(StoreError, match="schema version 7 is newer than this controller's \\(1\\)") as err:
+        StateStore(db)
+    assert str(db) in str(err.value)
+    # a file of the first schema (no version, no journal_id column) is upgraded, data kept
+    old = tmp_path / "old.sqlite"
+    _sql(old, "CREATE TABLE game (id INTEGER PRIMARY KEY CHECK (id = 1), state_json TEXT NOT NULL, "
+              "verdicts INTEGER NOT NULL, updated REAL NOT NULL)",
+         "CREATE TABLE verdicts (n INTEGER PRIMARY KEY, roll_id TEXT NOT NULL UNIQUE, body_json TEXT NOT NULL, "
+         "created REAL NOT NULL, published_seq INTEGER)",
+         """INSERT INTO game VALUES (1, '{"shooter": 1, "shooter_roll": 1, "point": 6, "rolls": 1}', 1, 0)""",
+         """INSERT INTO verdicts VALUES (1, 't-00000001', '{"roll_id": "t-00000001"}', 0, 7)""")
+    store = StateStore(old)
+    assert store.state.point == 6 and store.verdict_count == 1
+    assert store.last_published_seq() == 7 and store.last_published_seq("journal-a") == 0
+    store.close()
+    c = sqlite3.connect(old)
+    assert c.execute("PRAGMA user_version").fetchone()[0] == 1
+    c.close()
+
+
+def test_store_marks_carry_the_journal_and_errors_name_the_file(tmp_path):
+    db = tmp_path / "state.sqlite"
+    _two_verdicts(db)
+    store = StateStore(db)
+    assert store.last_published_seq("journal-a") == 4 and store.last_published_seq("journal-b") == 0
+    assert store.last_roll_id() == "t-00000002"
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    store.mark_published("t-00000002", 2, "journal-b")
+    store._db.set_trace_callback(None)
+    assert not any("synchronous" in s.lower() for s in statements)  # the mark is fsync'd (FULL)
+    assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2
+    assert store.last_published_seq("journal-b") == 2
+    store._db.execute("PRAGMA query_only = ON")  # every write fails, as on a full disk
+    with pytest.raises(StoreError, match="cannot mark t-00000002 published") as err:
+        store.mark_published("t-00000002", 3, "journal-b")
+    assert str(db) in str(err.value)
+    store.close()
+
+
+def test_store_is_locked_to_one_service(tmp_path):
+    db = tmp_path / "state.sqlite"
+    first = StateStore(db)
+    with pytest.raises(StoreError, match="in use by another service") as err:
+        StateStore(db)
+    assert f"{db}.lock" in str(err.value)
+    first.close()
+    first.close()  # twice is fine
+    again = StateStore(db)  # the lock is released on close
+    assert again.verdict_count == 0
+    again.close()

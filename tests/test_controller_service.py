@@ -851,3 +851,188 @@ def test_a_silent_mcu_does_not_hold_up_the_service(tmp_path):
         finally:
             service.close()
         assert mcu.wait_until(lambda: all(m == "off" for m, _ in mcu.lamps().values()), 3), mcu.lamps()
+
+
+def _journal_messages(journal_path):
+    """``[(seq, topic, body)]`` of the bus journal file, in order."""
+    import json
+    import sqlite3
+
+    db = sqlite3.connect(journal_path)
+    rows = db.execute("SELECT seq, envelope FROM messages ORDER BY seq").fetchall()
+    db.close()
+    return [(s, json.loads(bytes(w))["topic"], json.loads(bytes(w))["body"]) for s, w in rows]
+
+
+def _remove_db(path):
+    for ext in ("", "-wal", "-shm"):
+        p = Path(str(path) + ext)
+        if p.exists():
+            p.unlink()
+
+
+def test_store_behind_the_journal_is_refused(tmp_path):
+    import shutil
+
+    from bus.publisher import RollPublisher
+    from controller.store import StoreError
+
+    bus_cfg = _real_bus(tmp_path)
+    pub = RollPublisher(bus_cfg, "t-test")
+    try:
+        service = make_service(tmp_path, pub)
+        _, t = run_throws(service, [[(2, 100, 100), (3, 200, 120)]])
+        service.close()
+        shutil.copy(tmp_path / "state.sqlite", tmp_path / "state.copy")  # a backup after roll 1
+        service = make_service(tmp_path, pub)
+        run_throws(service, [[(6, 100, 100), (3, 200, 120)]], t0=t + 1)
+        service.close()
+        _remove_db(tmp_path / "state.sqlite")
+        shutil.copy(tmp_path / "state.copy", tmp_path / "state.sqlite")  # the old copy restored
+        with pytest.raises(StoreError) as err:
+            make_service(tmp_path, pub)
+        msg = str(err.value)
+        assert str(tmp_path / "state.sqlite") in msg and str(bus_cfg.journal_path) in msg
+        assert "t-test-00000002" in msg and "t-test-00000001" in msg
+        _remove_db(tmp_path / "state.sqlite")  # the store lost altogether
+        with pytest.raises(StoreError, match="the store's last is none"):
+            make_service(tmp_path, pub)
+    finally:
+        pub.close()
+    rolls = [(b["roll_id"], b["dice"]) for _, topic, b in _journal_messages(bus_cfg.journal_path) if topic == "roll"]
+    assert rolls == [("t-test-00000001", [2, 3]), ("t-test-00000002", [6, 3])]  # no roll id reused
+
+
+def test_journal_replaced_then_crash_before_mark_sends_no_duplicate(tmp_path, monkeypatch):
+    from bus.publisher import RollPublisher
+    from controller.store import StateStore
+
+    bus_cfg = _real_bus(tmp_path)
+    pub = RollPublisher(bus_cfg, "t-test")
+    service = make_service(tmp_path, pub)
+    _, t = run_throws(service, [[(2, 100, 100), (2, 200, 120)], [(5, 100, 100), (6, 200, 120)]])
+    service.close()
+    pub.close()
+    old_id = pub.journal_id
+    _remove_db(bus_cfg.journal_path)  # a new journal: its seqs start at 1 again
+    pub = RollPublisher(bus_cfg, "t-test")
+    assert pub.journal_id != old_id
+    service = make_service(tmp_path, pub)
+    real_mark = StateStore.mark_published
+    monkeypatch.setattr(StateStore, "mark_published", lambda self, *a, **k: None)  # "crash" before the mark
+    run_throws(service, [[(1, 100, 100), (1, 200, 120)]], t0=t + 1)
+    service.close()
+    pub.close()
+    monkeypatch.setattr(StateStore, "mark_published", real_mark)
+    pub = RollPublisher(bus_cfg, "t-test")
+    try:
+        again = make_service(tmp_path, pub)
+        again.start()
+        assert again.store.unpublished() == []
+        run_throws(again, [[(1, 100, 100), (3, 200, 120)]], t0=t + 50)
+        rolls = [b["roll_id"] for _, topic, b in _journal_messages(bus_cfg.journal_path) if topic == "roll"]
+        assert rolls == ["t-test-00000003", "t-test-00000004"]  # roll 3 not published twice
+        assert again.store.last_published_seq(pub.journal_id) == 4  # states at 1 and 3, rolls at 2 and 4
+        again.close()
+    finally:
+        pub.close()
+
+
+def _cli_run(tmp_path, monkeypatch, patch=None):
+    """``craps-table run`` on a stub source, ``patch(service)`` applied to the built service."""
+    import argparse
+
+    from controller import service_cli
+
+    class StubSource:
+        def frames(self):
+            return iter(())
+
+        def close(self):
+            pass
+
+    bus_cfg = _real_bus(tmp_path)
+    write_test_config(tmp_path, bus_cfg=bus_cfg)
+    monkeypatch.setattr(service_cli, "open_frame_source", lambda cfg, spec: StubSource())
+    real_build = service_cli.build_service
+
+    def build(*a, **k):
+        service, publisher = real_build(*a, **k)
+        if patch is not None:
+            patch(service)
+        return service, publisher
+
+    monkeypatch.setattr(service_cli, "build_service", build)
+    parser = argparse.ArgumentParser()
+    service_cli.add_arguments("run", parser)
+    args = parser.parse_args(["--config", str(tmp_path / "table.toml"), "--log-level", "ERROR"])
+    return service_cli.run("run", args), bus_cfg
+
+
+def test_run_exits_1_with_an_alarm_when_the_store_cannot_be_written(tmp_path, monkeypatch, capsys):
+    def full_disk(service):
+        def run(source, **kw):
+            service.start()
+            service.store._db.execute("PRAGMA query_only = ON")  # every write fails, as on a full disk
+            service.store.commit(service.store.state, {"roll_id": "t-test-00000001", "verdict": "no-roll"})
+        service.run = run
+
+    rc, bus_cfg = _cli_run(tmp_path, monkeypatch, full_disk)
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "state store failed" in err and str(tmp_path / "state.sqlite") in err and "commit failed" in err
+    msgs = _journal_messages(bus_cfg.journal_path)
+    assert [(t, b.get("event") or b.get("code")) for _, t, b in msgs] == [("state", "start"), ("alarm", "store-fault")]
+    assert str(tmp_path / "state.sqlite") in msgs[-1][2]["message"]
+
+
+def test_run_exits_2_when_the_store_is_behind_the_journal(tmp_path, monkeypatch, capsys):
+    import sqlite3
+
+    def one_roll(service):
+        def run(source, **kw):
+            service.start()
+            service.store.commit(service.store.state, {"roll_id": "t-test-00000001", "verdict": "no-roll"})
+            service._publish_verdict_body(service.store.unpublished()[0])
+            return service.stats
+        service.run = run
+
+    assert _cli_run(tmp_path, monkeypatch, one_roll)[0] == 0
+    capsys.readouterr()
+    db = sqlite3.connect(tmp_path / "state.sqlite")  # an older copy of the store: before the roll
+    with db:
+        db.execute("DELETE FROM verdicts")
+        db.execute("UPDATE game SET verdicts = 0")
+    db.close()
+    rc, bus_cfg = _cli_run(tmp_path, monkeypatch)
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "is behind the bus journal" in err and "t-test-00000001" in err and str(bus_cfg.journal_path) in err
+
+
+def test_dice_at_rest_at_start_raise_an_alarm(tmp_path):
+    pub = ListPublisher()
+    service = make_service(tmp_path / "a", pub)
+    bodies, t = run_throws(service, [[(2, 100, 100), (3, 200, 120)]])
+    service.close()
+    assert [b["roll_id"] for b in bodies] == ["t-test-00000001"]
+    pub = ListPublisher()
+    again = make_service(tmp_path / "a", pub)  # restarted with dice lying on the table
+    again.start()
+    outs = [again.process(Frame(scene_image([(6, 100, 100), (3, 200, 120)]), t + 1 + k / 30, 9000 + k))
+            for k in range(60)]
+    assert [o for o in outs if o] == []  # nothing decided from dice that did not move
+    alarms = [b for topic, b in pub.sent if topic == "alarm"]
+    assert [a["code"] for a in alarms] == ["dice-at-rest-at-start"]
+    assert "last verdict t-test-00000001" in alarms[0]["message"] and "6, 3" in alarms[0]["message"]
+    run_throws(again, [[(4, 100, 100), (1, 200, 120)]], t0=t + 10)  # later rests raise nothing
+    assert [b["code"] for topic, b in pub.sent if topic == "alarm"] == ["dice-at-rest-at-start"]
+    assert [b["dice"] for b in pub.rolls()] == [[4, 1]]
+    again.close()
+    pub = ListPublisher()
+    empty = make_service(tmp_path / "b", pub)  # an empty table at start: no alarm
+    empty.start()
+    for k in range(60):
+        empty.process(Frame(scene_image([]), k / 30, k))
+    assert [topic for topic, _ in pub.sent] == ["state"]
+    empty.close()
