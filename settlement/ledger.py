@@ -51,10 +51,27 @@ CREATE TABLE IF NOT EXISTS settlements(id INTEGER PRIMARY KEY AUTOINCREMENT, seq
 CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
     player TEXT, request TEXT NOT NULL, cents INTEGER NOT NULL, utc TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshot(id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS roll_ids(roll_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, d1 INTEGER NOT NULL,
+    d2 INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS round_wagers(id INTEGER PRIMARY KEY AUTOINCREMENT, round_id TEXT NOT NULL,
     wid INTEGER NOT NULL, player TEXT NOT NULL, amount INTEGER NOT NULL, vig INTEGER NOT NULL,
     placed_at TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'open', seq INTEGER, why TEXT, utc TEXT NOT NULL);
 """
+
+
+class DuplicateRoll(ValueError):
+    """A roll whose table roll id was settled before under another bus seq (the table published
+    it again: a crash between its publish and its record of it, with the journal pruned).
+
+    Attributes:
+        roll_id: the table's roll id.
+        first_seq: the seq it was settled at.
+        dice: the dice settled then.
+    """
+
+    def __init__(self, roll_id: str, first_seq: int, dice: tuple[int, int]) -> None:
+        super().__init__(f"roll {roll_id} was settled at seq {first_seq} with dice {list(dice)}")
+        self.roll_id, self.first_seq, self.dice = roll_id, first_seq, dice
 
 
 def _outlay(table: Table, player: str) -> int:
@@ -336,12 +353,15 @@ class Session:
         if seq is not None:
             self.event_seq = seq
 
-    def roll(self, dice, seq: int | None = None) -> tuple[list[Settlement] | list[dict], bool]:
+    def roll(self, dice, seq: int | None = None,
+             roll_id: str | None = None) -> tuple[list[Settlement] | list[dict], bool]:
         """Settle a roll once. Returns (settlements, applied_now).
 
-        A ``seq`` already applied returns the stored settlement rows (dicts) and False.
+        A ``seq`` already applied returns the stored settlement rows (dicts) and False. With the
+        table's ``roll_id``, a roll id settled before under another seq is not settled again.
 
         Raises:
+            DuplicateRoll: ``roll_id`` was settled before at another seq (nothing changed).
             ValueError: bad dice, or a ``seq`` below the last applied one that was never applied.
         """
         if seq is None:
@@ -352,6 +372,10 @@ class Session:
                 cols = [c[0] for c in rows.description]
                 return [dict(zip(cols, r)) for r in rows.fetchall()], False
             raise ValueError(f"roll seq {seq} is not after the last applied seq {self.last_bus_seq}")
+        if roll_id is not None:
+            row = self.db.execute("SELECT seq, d1, d2 FROM roll_ids WHERE roll_id=?", (roll_id,)).fetchone()
+            if row is not None:
+                raise DuplicateRoll(roll_id, row[0], (row[1], row[2]))
         t = copy.copy(self.table)
         point_before = t.state.point
         out = t.roll(dice, seq)
@@ -362,6 +386,8 @@ class Session:
         def fn():
             self.db.execute("INSERT INTO rolls VALUES(?,?,?,?,?,?)", (seq, int(dice[0]), int(dice[1]),
                                                                       point_before, outcome, now))
+            if roll_id is not None:
+                self.db.execute("INSERT INTO roll_ids VALUES(?,?,?,?)", (roll_id, seq, int(dice[0]), int(dice[1])))
             # every wager placed for a round so far rode this roll: never returned afterwards
             self.db.execute("UPDATE round_wagers SET status='rode', seq=? WHERE status='open'", (seq,))
             for s in out:

@@ -6,7 +6,9 @@ in sequence order:
 * topic ``"roll"`` with verdict ``"roll"`` and dice: the roll is settled in the SQLite
   ledger (:class:`settlement.ledger.Session`, one transaction, idempotent per envelope
   ``seq``), one human-readable line is logged per decided wager, THEN the envelope is
-  acknowledged. A change of ``game.shooter`` that is not a seven-out is applied as a
+  acknowledged. A roll id settled before under another seq (the table published it again) is
+  not settled twice (a warning line; the same roll id with other dice stops the service, see
+  below). A change of ``game.shooter`` that is not a seven-out is applied as a
   voluntary relinquishment (N.J.A.C. 13:69F-1.11(a)). The engine tracks the game itself; if
   the table's ``game.point`` differs from its own a warning line is logged.
 * topic ``"state"`` with ``event: "new-shooter"`` (the table's voluntary or compulsory
@@ -56,7 +58,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .engine import Rejected
-from .ledger import Session
+from .ledger import DuplicateRoll, Session
 from .profile import ProfileError, load_profile
 
 __all__ = ["run_settlement_service", "DEFAULT_PLAYERS", "add_arguments", "run", "LineBettor",
@@ -414,8 +416,17 @@ class EnvelopeApplier:
                 on_line(f"shooter change before seq={seq} refused: {exc.reason} [{exc.rule}]")
         self.last_shooter = shooter
         deciding = sess.table.state.decide_only
+        roll_id = body.get("roll_id") if isinstance(body.get("roll_id"), str) else None
         try:
-            out, applied = sess.roll(dice, seq)
+            out, applied = sess.roll(dice, seq, roll_id=roll_id)
+        except DuplicateRoll as dup:
+            if sorted(dup.dice) != sorted(int(d) for d in dice):
+                # one roll id, two throws: the table's record went back (controller/store.py)
+                raise RollMessageError(f"seq {seq}: {dup}, now with dice {list(dice)}: the table reused a roll id; "
+                                       "settlement stops here without acknowledging it") from None
+            # the table published it again (it stopped between publishing and recording it)
+            on_line(f"warning: seq={seq}: {dup}: published again by the table, not settled twice")
+            return 0
         except ValueError as exc:    # a seq below the last applied one that was never applied
             raise RollMessageError(f"seq {seq}: {exc}; settlement stops here without acknowledging it") from None
         if not applied:

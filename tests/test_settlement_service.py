@@ -227,6 +227,32 @@ def test_a_roll_settlement_cannot_apply_stops_it_unacknowledged(change, says):
     assert sess.table.state.shooter == 1
 
 
+def test_a_roll_the_table_publishes_again_is_not_settled_twice():
+    """The table publishes a roll again under a new seq (it stopped between publishing the roll
+    and recording it, and the journal had pruned it: controller/store.py). Settlement applies
+    per seq, so the same roll id paid twice. Now the ledger keeps the table's roll ids: the same
+    roll id with the same dice is a warning, nothing settled; with other dice (a roll id
+    reused) settlement stops, unacknowledged."""
+    from settlement.ledger import Session
+    from settlement.profile import load_profile
+    from settlement.service import EnvelopeApplier, LineBettor, RollMessageError
+
+    sess = Session(load_profile("ny-5324"))
+    lines: list[str] = []
+    ap = EnvelopeApplier(sess, LineBettor([]), lines.append)
+    sess.place({"player": "p", "bet": "pass", "amount": 500})
+    first = {**body(3, 4), "roll_id": "table-1-00000001"}
+    assert ap.apply({"seq": 1, "topic": "roll", "body": first}) == 1
+    assert sess.balance("p") == 500                                 # the natural paid even money
+    assert ap.apply({"seq": 2, "topic": "roll", "body": first}) == 0
+    assert sess.balance("p") == 500 and sess.table.state.rolls == 1
+    assert lines[-1] == ("warning: seq=2: roll table-1-00000001 was settled at seq 1 with dice [3, 4]: published "
+                         "again by the table, not settled twice")
+    with pytest.raises(RollMessageError, match="the table reused a roll id"):
+        ap.apply({"seq": 3, "topic": "roll", "body": {**body(2, 2), "roll_id": "table-1-00000001"}})
+    assert sess.table.state.point is None and sess.balance("p") == 500
+
+
 def test_restart_after_the_table_pruned_acked_envelopes_that_settled_nothing(tmp_path: Path):
     """The service acks every envelope (a no roll, an alarm too) and the table prunes what every
     subscriber acked (prune_acked). The ledger records those seqs as seen, so a restart resumes
