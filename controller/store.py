@@ -258,11 +258,26 @@ class StateStore:
         return out
 
     def verdicts(self, limit: int = 1000) -> list[dict]:
-        """The last ``limit`` verdict bodies, oldest first (for audit and tests)."""
-        rows = self._db.execute(
-            "SELECT body_json FROM (SELECT n, body_json FROM verdicts ORDER BY n DESC LIMIT ?) ORDER BY n",
-            (limit,)).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        """The last ``limit`` verdict bodies, oldest first (for audit, the boxperson's decisions
+        and tests).
+
+        Raises:
+            StoreError: the store cannot be read, or a verdict row is not JSON (naming the file
+                and the row).
+        """
+        try:
+            rows = self._db.execute(
+                "SELECT n, body_json FROM (SELECT n, body_json FROM verdicts ORDER BY n DESC LIMIT ?) ORDER BY n",
+                (limit,)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot read the verdicts: {exc}") from None
+        out = []
+        for n, text in rows:
+            try:
+                out.append(json.loads(text))
+            except (TypeError, ValueError) as exc:
+                raise StoreError(f"state db {self.path}: verdict row n={n} is not JSON: {exc}") from None
+        return out
 
     def close(self) -> None:
         """Close the database and release its lock. Safe to call twice."""

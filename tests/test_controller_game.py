@@ -235,6 +235,21 @@ def test_store_refuses_a_damaged_record_naming_the_file(tmp_path, stmts, match):
     assert str(db) in str(err.value)
 
 
+def test_store_verdicts_names_a_damaged_row(tmp_path):
+    """``verdicts()`` (the boxperson's decisions read the last one) on a row that is not JSON:
+    a StoreError naming the file and the row, not a bare json error."""
+    db = tmp_path / "state.sqlite"
+    _two_verdicts(db)
+    _sql(db, "UPDATE verdicts SET body_json = '{\"roll_id\": ' WHERE n = 2")
+    store = StateStore(db)
+    try:
+        with pytest.raises(StoreError, match=r"verdict row n=2 is not JSON") as err:
+            store.verdicts(1)
+        assert str(db) in str(err.value)
+    finally:
+        store.close()
+
+
 def test_store_schema_version(tmp_path):
     import sqlite3
 
