@@ -645,19 +645,26 @@ def test_decide_command_reaches_the_service(tmp_path):
         service.close()
 
 
+def _firmware_lamp_service(tmp_path, mcu, pub, **vision):
+    """A table service with ``lamps.driver = "firmware"`` on the simulated MCU ``mcu``, the
+    fake reader and ``pub`` for the bus (``vision``: more ``[vision]`` keys)."""
+    cfg = TableConfig.model_validate({
+        "table": {"id": "t-test"}, "vision": {"still_frames": 5, **vision},
+        "lamps": {"driver": "firmware"}, "firmware": {"port": str(mcu.path)},
+        "state": {"db": str(tmp_path / "state.sqlite")},
+        "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")}})
+    service, _ = build_service(cfg, None, publisher=pub, reader=fake_reader)
+    return service
+
+
 def test_firmware_shooter_button_and_link_fault(tmp_path):
     """lamps.driver = "firmware" on the simulated MCU: the shooter button passes the dice, the
     lamps follow the game on the MCU, a link going down raises a fault."""
     from firmware_bridge.mcu_sim import SimulatedMcu
 
     with SimulatedMcu() as mcu:
-        cfg = TableConfig.model_validate({
-            "table": {"id": "t-test"}, "vision": {"still_frames": 5},
-            "lamps": {"driver": "firmware"}, "firmware": {"port": str(mcu.path)},
-            "state": {"db": str(tmp_path / "state.sqlite")},
-            "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")}})
         pub = ListPublisher()
-        service, _ = build_service(cfg, None, publisher=pub, reader=fake_reader)
+        service = _firmware_lamp_service(tmp_path, mcu, pub)
         try:
             bodies, t = run_throws(service, [[(5, 100, 100), (5, 200, 120)]])  # point 10
             assert mcu.wait_until(lambda: mcu.lamp("point-10")[0] == "on", 5)
@@ -811,13 +818,8 @@ def test_a_silent_mcu_does_not_hold_up_the_service(tmp_path):
     from firmware_bridge.mcu_sim import SimulatedMcu
 
     with SimulatedMcu() as mcu:
-        cfg = TableConfig.model_validate({
-            "table": {"id": "t-test"}, "vision": {"still_frames": 5, "still_s": 0.0},
-            "lamps": {"driver": "firmware"}, "firmware": {"port": str(mcu.path)},
-            "state": {"db": str(tmp_path / "state.sqlite")},
-            "bus": {"journal_path": str(tmp_path / "bus" / "journal.sqlite")}})
         pub = ListPublisher()
-        service, _ = build_service(cfg, None, publisher=pub, reader=fake_reader)
+        service = _firmware_lamp_service(tmp_path, mcu, pub, still_s=0.0)
         try:
             service.start()
             assert mcu.wait_until(lambda: service.lamps.driver.link.up, 5)
