@@ -49,7 +49,6 @@ MIN_OFFERED_DICE = 5
 _OFFER_ZONES = frozenset({ZONE_PLAYING, "dice_cup"})
 
 
-
 @dataclass(frozen=True, slots=True)
 class OfferFinding:
     """What :func:`judge_offer` found.

@@ -26,8 +26,6 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TRAY = SHARED / "data" / "dice-photos" / "topdown-tray"
 
 
-
-
 def scene_image(dice, w=320, h=240):
     img = np.full((h, w, 3), 60, np.uint8)
     for value, x, y in dice:

@@ -597,7 +597,6 @@ def test_a_die_seen_beyond_the_far_walls_line_struck_it():
     assert (v.kind, v.reason) == ("no-roll", Reason.FAR_WALL_MISSED)
 
 
-
 def test_track_offset_from_the_dice_read_at_rest_is_taken_out():
     """The track's centroids sit 3.5 mm towards the far wall of the dice's centres (light and
     shading); the dice read at rest show it, and a die that rolled along the wall 25.5 mm from
@@ -1113,7 +1112,6 @@ def test_die_read_again_less_than_a_side_from_the_die_read_is_read_once_more_a_s
                         reread=lambda c, s: other if abs(c[0] - (seen[0].centre[0] + 1.1 * s)) < 1.0 else pulled)
     assert obs.positions_mm[1][0] == pytest.approx(600 + 0.75 * 19.05, abs=0.6)
     assert [o.reading.value for o in obs.observations] == [3, 5]
-
 
 
 def test_two_dice_closer_than_leaning_ratio_lie_side_by_side_when_the_tilt_classifier_calls_both_flat():
