@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 #: command -> (module, one-line help). Order is the order of ``craps-table --help``.
@@ -68,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.run(command, args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader of the output went away (``craps-table eval ... | head``). Python's
+        # documentation, "Note on SIGPIPE" (signal module): point stdout at /dev/null so the
+        # interpreter's last flush does not raise again, and exit 1.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"craps-table {command}: output closed by its reader (broken pipe)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
