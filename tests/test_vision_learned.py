@@ -79,6 +79,32 @@ def test_below_the_threshold_the_value_is_none(monkeypatch) -> None:
     assert all(d.value is None and d.confidence <= 0.2 for d in dice)
 
 
+def test_a_face_read_below_read_alone_needs_the_classical_reader_to_agree(monkeypatch) -> None:
+    """A face the classifier gives at least FACE_MIN but below READ_ALONE is returned only where
+    the classical reader reads the same value; else the die is unread (None, confidence <= 0.2).
+    READ_ALONE above 1 puts every die of the photo in that band."""
+    photo = DATA / "topdown-tray" / "IMG_20191208_112541.jpg"
+    img = cv2.imread(str(photo))
+    first = L.read_dice_learned(img)
+    read = [d for d in first if d.value is not None]
+    assert len(read) >= 3
+    monkeypatch.setattr(L, "READ_ALONE", 1.01)
+    monkeypatch.setattr(L, "COCKED_MIN", 1.01)   # no second opinion from the cocked-die reader
+    monkeypatch.setattr(L, "_classical_value", lambda *a: (None, 0.0, None))
+    assert [d.value for d in L.read_dice_learned(img)] == [None] * len(first)
+    # the classical reader agreeing with each die's face: every face comes back, at its probability
+    faces = {(round(d.centre[0]), round(d.centre[1])): d.value for d in read}
+
+    def agree(img, x, y, size):
+        near = [v for (cx, cy), v in faces.items() if abs(cx - x) <= 3 and abs(cy - y) <= 3]
+        return (near[0] if near else None), 0.9, True
+
+    monkeypatch.setattr(L, "_classical_value", agree)
+    again = L.read_dice_learned(img)
+    assert [d.value for d in again] == [d.value for d in first]
+    assert [round(d.confidence, 6) for d in again if d.value] == [round(d.confidence, 6) for d in read]
+
+
 def test_reader_switch(monkeypatch) -> None:
     from vision import reader
 
