@@ -699,15 +699,19 @@ def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]
 
 
 def _reread_small(img: np.ndarray, probs: np.ndarray, found: list[tuple[float, float, float, float]]
-                  ) -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
+                  ) -> tuple[np.ndarray, list[tuple[float, float, float, float]], dict[int, float]]:
     """Read again, at the frame's typical die size, every candidate much smaller than the
-    other dice (box < :data:`SMALL_DIE_RATIO` x the median of the others, at least two
-    others read), twice (the second time where the first moved the window): a window on one big pip of a die looks like the 1 of a small die. The
-    re-read replaces the first when it is sure (>= :data:`FACE_MIN`); when it is unsure, the
-    candidate's face probabilities are cut to the re-read's (so it comes back unread)."""
+    other dice (box < :data:`SMALL_DIE_RATIO` x the median of the others, at least one other
+    read: all dice of a throw are the same size, and a craps throw has two), twice (the
+    second time where the first moved the window): a window on one big pip of a die, or on a
+    speck of the table, looks like the 1 of a small die. The re-read replaces the first when
+    it is sure (>= :data:`FACE_MIN`); when it is unsure, the candidate's face probabilities
+    are cut to the re-read's (so it comes back unread), and its box, in pixels, is returned in
+    the third value (``{candidate index: typical box}``): the floor of its window when it is
+    refined (:func:`_refine_unsure`), which would otherwise shrink it back onto the speck."""
     read = np.flatnonzero(probs[:, :7].argmax(axis=1) != NOT_A_FACE).tolist()
-    if len(read) < 3:
-        return probs, found
+    if len(read) < 2:
+        return probs, found, {}
     ranked = sorted(float(found[i][2]) for i in read)
     redo = []
     for i in read:
@@ -715,16 +719,17 @@ def _reread_small(img: np.ndarray, probs: np.ndarray, found: list[tuple[float, f
         if found[i][2] < SMALL_DIE_RATIO * med:
             redo.append((i, med))
     if not redo:
-        return probs, found
+        return probs, found, {}
     p2, f2 = _classify(img, [(found[i][0], found[i][1], med, found[i][3]) for i, med in redo])
     p2, f2 = _classify(img, f2)   # the geometry moves the window onto the die; read it there
-    probs, found = probs.copy(), list(found)
-    for (i, _), p, f in zip(redo, p2, f2):
+    probs, found, floors = probs.copy(), list(found), {}
+    for (i, med), p, f in zip(redo, p2, f2):
         if float(np.max(p[:6])) >= FACE_MIN:
             probs[i], found[i] = p, f
         else:
             probs[i][:6] = np.minimum(probs[i][:6], p[:6])
-    return probs, found
+            floors[i] = med
+    return probs, found, floors
 
 
 def _median_without(ranked: list[float], v: float) -> float:
@@ -742,22 +747,24 @@ def _threshold(score: float) -> float:
 
 
 def _refine_unsure(img: np.ndarray, probs: np.ndarray, found: list[tuple[float, float, float, float]],
-                   min_box: float | None) -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
+                   min_box: float | None, floors: dict[int, float] | None = None
+                   ) -> tuple[np.ndarray, list[tuple[float, float, float, float]]]:
     """Classify again, at its refined centre and size, every candidate that is not "not a die"
     and whose face probability is below :func:`_threshold`, up to :data:`REFINE_STEPS` times
-    while it stays unsure. ``min_box`` (calibrated die box, pixels) floors the window: a
-    window shrunk onto one pip of a 2 would show it as the 1 of a smaller die."""
+    while it stays unsure. ``min_box`` (calibrated die box, pixels) floors every window, and
+    ``floors`` (``{candidate index: box}``, :func:`_reread_small`) single ones: a window
+    shrunk onto one pip of a 2 would show it as the 1 of a smaller die."""
     probs, found = probs.copy(), list(found)
+    floor = [max(min_box or 0.0, (floors or {}).get(i, 0.0)) for i in range(len(found))]
     for _ in range(REFINE_STEPS):
         need = np.array([_threshold(f[3]) for f in found])
         todo = np.flatnonzero((probs[:, :7].argmax(axis=1) != NOT_A_FACE) & (probs[:, :6].max(axis=1) < need)).tolist()
         if not todo:
             break
-        sub = [found[i] if min_box is None else (*found[i][:2], max(found[i][2], min_box), found[i][3])
-               for i in todo]
+        sub = [(*found[i][:2], max(found[i][2], floor[i]), found[i][3]) for i in todo]
         p2, f2 = _classify(img, sub)
         for i, p, f in zip(todo, p2, f2):
-            probs[i], found[i] = p, f if min_box is None else (*f[:2], max(f[2], min_box), f[3])
+            probs[i], found[i] = p, (*f[:2], max(f[2], floor[i]), f[3])
     return probs, found
 
 
@@ -906,8 +913,9 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
         found = [(x, y, box, sc) for x, y, _, sc in found]
     found = _add_midpoints(found)
     probs, found = _classify(img, found)
-    probs, found = _reread_small(img, probs, found)
-    probs, found = _refine_unsure(img, probs, found, 1.2 * float(expected_side_px) if expected_side_px else None)
+    probs, found, floors = _reread_small(img, probs, found)
+    probs, found = _refine_unsure(img, probs, found, 1.2 * float(expected_side_px) if expected_side_px else None,
+                                  floors)
     # Second suppression, after the classifier: of two candidates closer than half a die,
     # keep the one the classifier reads best (a peak on a big pip of a 2 can outscore the
     # die's centre at the detector, but not at the classifier).
