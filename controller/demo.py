@@ -192,7 +192,9 @@ def run_demo(args: argparse.Namespace) -> int:
         return 2
     config_path = args.config or (REPO / "config" / "table.toml")
     try:
-        base = load_config(config_path) if config_path.exists() else TableConfig()
+        # a --config given must be read (a typo must not run the demo on other settings); the
+        # shipped file may be absent from an installed copy: then the built-in defaults
+        base = load_config(config_path) if args.config or config_path.exists() else TableConfig()
     except ConfigError as exc:
         print(f"craps-table demo: {exc}", file=sys.stderr)
         return 2

@@ -27,3 +27,12 @@ def test_demo_on_a_folder_of_only_corrupt_photos_is_exit_2(tmp_path: Path, capsy
     assert main(["demo", "--rolls", "1", "--source", f"replay:{folder}"]) == 2
     err = capsys.readouterr().err
     assert f"replay {folder}: none of its 1 image file(s) can be read" in err
+
+
+def test_demo_with_a_missing_config_file_is_exit_2(tmp_path: Path, capsys) -> None:
+    """A --config typo must not run the demo on the built-in defaults (other players, other
+    bets) and exit 0."""
+    missing = tmp_path / "nofile.toml"
+    assert main(["demo", "--rolls", "1", "--config", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert f"{missing}: cannot read the config file" in err
