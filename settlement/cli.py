@@ -34,6 +34,9 @@ __all__ = ["add_arguments", "run", "run_scenario"]
 
 _TYPES = ("bet", "remove", "working", "roll", "shooter", "decide_only")
 
+#: The largest roll seq the ledger stores (SQLite's INTEGER is a signed 64-bit integer).
+MAX_SEQ = 2**63 - 1
+
 #: the keys each line type may carry ("comment" is free text, ignored). Anything else is refused
 #: (exit 2): a misspelt "workng" or "sequence" must not be dropped silently.
 _WAGER_KEYS = frozenset({"type", "player", "bet", "amount", "number", "base", "dice", "working", "comment"})
@@ -91,8 +94,8 @@ def parse_scenario(lines, name: str = "scenario") -> list[tuple[int, dict]]:
                 raise ScenarioError(f"{name}:{i}: roll 'dice' must be two integers 1..6, not {d!r}")
             seq = ev.get("seq")
             if seq is not None:
-                if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-                    raise ScenarioError(f"{name}:{i}: roll 'seq' must be a positive integer, not {seq!r}")
+                if not isinstance(seq, int) or isinstance(seq, bool) or not 1 <= seq <= MAX_SEQ:
+                    raise ScenarioError(f"{name}:{i}: roll 'seq' must be an integer 1..{MAX_SEQ}, not {seq!r}")
         if typ == "shooter" and ev.get("change", "voluntary") not in ("voluntary", "compulsory"):
             raise ScenarioError(f"{name}:{i}: shooter 'change' must be 'voluntary' or 'compulsory', "
                                 f"not {ev.get('change')!r}")
@@ -104,7 +107,8 @@ def parse_scenario(lines, name: str = "scenario") -> list[tuple[int, dict]]:
 
 def _seq_error(sess, events) -> str | None:
     """The first roll whose seq the session would refuse (below the last applied seq and never
-    applied), as a message naming its line; None if every roll can be applied."""
+    applied, or a roll without a seq after :data:`MAX_SEQ`), as a message naming its line;
+    None if every roll can be applied."""
     last = sess.last_bus_seq
     seen: set[int] = set()
     for line_no, ev in events:
@@ -113,6 +117,8 @@ def _seq_error(sess, events) -> str | None:
         seq = ev.get("seq")
         if seq is None:
             seq = last + 1
+            if seq > MAX_SEQ:
+                return f"{line_no}: roll without a seq after seq {last}: the next seq {seq} is beyond {MAX_SEQ}"
         if seq <= last:
             if seq in seen or sess.db.execute("SELECT 1 FROM rolls WHERE seq=?", (seq,)).fetchone():
                 continue  # already applied: idempotent, settles nothing

@@ -111,3 +111,30 @@ def test_a_ledger_in_a_missing_directory_exits_2_naming_it(tmp_path, capsys):
     cap = capsys.readouterr()
     assert cap.out == ""
     assert f"craps-table settle: ledger {path}: unable to open database file" in cap.err
+
+
+def test_a_seq_beyond_the_ledgers_integer_exits_2_before_anything_is_written(tmp_path, capsys):
+    """A seq of 2**63 or more cannot be stored (SQLite's INTEGER): it used to print and commit
+    the rolls before it, then end in an OverflowError traceback."""
+    ledger = tmp_path / "l.sqlite"
+    scen = _write(tmp_path / "s.jsonl", [
+        {"type": "bet", "player": "p", "bet": "pass", "amount": 1000},
+        {"type": "roll", "dice": [3, 4]},
+        {"type": "roll", "dice": [1, 2], "seq": 2**63},
+    ])
+    assert main(["settle", "--profile", "ny-5324", "--ledger", str(ledger), str(scen)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert f"s.jsonl:3: roll 'seq' must be an integer 1..{2**63 - 1}, not {2**63}" in cap.err
+    assert not ledger.exists() or sqlite3.connect(ledger).execute("SELECT COUNT(*) FROM rolls").fetchone()[0] == 0
+
+
+def test_a_roll_without_seq_after_the_largest_seq_exits_2(tmp_path, capsys):
+    scen = _write(tmp_path / "s.jsonl", [
+        {"type": "roll", "dice": [3, 3], "seq": 2**63 - 1},
+        {"type": "roll", "dice": [1, 2]},
+    ])
+    assert main(["settle", "--profile", "ny-5324", str(scen)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert "s.jsonl:2: roll without a seq after seq 9223372036854775807" in cap.err
