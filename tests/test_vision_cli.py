@@ -108,3 +108,25 @@ def test_eval_label_path_that_is_a_directory_exit_2(tmp_path: Path, capsys) -> N
     (tmp_path / "a.txt").mkdir()
     assert main(["eval", str(tmp_path), str(tmp_path)]) == 2
     assert f"{tmp_path / 'a.txt'}: cannot read the label file" in capsys.readouterr().err
+
+
+def test_eval_with_a_labels_dir_holding_no_label_of_these_images_exit_2(capsys) -> None:
+    """A wrong LABELS_DIR measured every image as holding no dice: "recall 100.00 %", exit 0."""
+    images, labels = DATA / "topdown-tray", DATA / "oblique-webcam"
+    assert main(["eval", str(images), str(labels)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    n = len(list(images.glob("*.jpg")))
+    assert f"{labels}: no label file for any of the {n} image(s)" in cap.err
+
+
+def test_eval_list_names_matching_no_image_exit_2_and_a_stem_is_a_name(tmp_path: Path, capsys) -> None:
+    folder = DATA / "topdown-tray"
+    stem = sorted(folder.glob("*.jpg"))[0].stem
+    lst = tmp_path / "list.txt"
+    lst.write_text(f"{stem}\nnothere.jpg\n")
+    assert main(["eval", str(folder), str(folder), "--list", str(lst)]) == 2
+    assert f"1 name(s) of the list match no image in {folder}: nothere.jpg" in capsys.readouterr().err
+    lst.write_text(f"{stem}\n")           # the stem alone names the image
+    assert main(["eval", str(folder), str(folder), "--list", str(lst)]) == 0
+    assert "images            1\n" in capsys.readouterr().out

@@ -147,7 +147,11 @@ def _run_eval(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         only = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    pairs = image_pairs(args.images_dir, args.labels_dir, only)
+    try:
+        pairs = image_pairs(args.images_dir, args.labels_dir, only)
+    except LabelError as exc:
+        print(f"craps-table eval: {exc}", file=sys.stderr)
+        return 2
     if not pairs:
         print(f"craps-table eval: no images in {args.images_dir}", file=sys.stderr)
         return 2

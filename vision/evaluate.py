@@ -224,15 +224,32 @@ class EvalReport:
 
 def image_pairs(images_dir: Path, labels_dir: Path, only: Iterable[str] | None = None) -> list[tuple[Path, Path]]:
     """List ``(image, label)`` paths: every image in ``images_dir`` (or those named in
-    ``only``), with the same-stem ``.txt`` in ``labels_dir``."""
+    ``only``, by file name or stem), with the same-stem ``.txt`` in ``labels_dir``.
+
+    Raises:
+        LabelError: a name of ``only`` matches no image of ``images_dir`` (the first few are
+            named), or no image has a label file in ``labels_dir`` (a wrong labels directory
+            would otherwise measure every image as holding no dice).
+    """
     names = set(only) if only is not None else None
-    out = []
+    out, used = [], set()
     for p in sorted(images_dir.iterdir()):
         if p.suffix.lower() not in IMAGE_SUFFIXES:
             continue
-        if names is not None and p.name not in names:
-            continue
+        if names is not None:
+            hit = names & {p.name, p.stem}
+            if not hit:
+                continue
+            used |= hit
         out.append((p, labels_dir / (p.stem + ".txt")))
+    missing = sorted(names - used) if names is not None else []
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise LabelError(f"{len(missing)} name(s) of the list match no image in {images_dir}: "
+                         f"{', '.join(missing[:3])}{more}")
+    if out and not any(lab.exists() for _, lab in out):
+        raise LabelError(f"{labels_dir}: no label file for any of the {len(out)} image(s) "
+                         f"(a YOLO .txt of the same name as each image)")
     return out
 
 
