@@ -157,7 +157,8 @@ class ReplaySource:
     def _video_frames(self) -> Iterator[Frame]:
         cap = cv2.VideoCapture(str(self.path))
         if not cap.isOpened():
-            raise FrameError(f"replay {self.path}: cannot open the video")
+            raise BadInputError(f"replay {self.path}: cannot open the video "
+                                f"(not a video OpenCV can decode, or unreadable)")
         self._video = cap
         index = 0
         try:

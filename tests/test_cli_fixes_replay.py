@@ -88,3 +88,16 @@ def test_replay_refuses_a_jpeg_zeroed_in_the_middle(tmp_path: Path, caplog) -> N
         with pytest.raises(BadInputError, match=rf"replay {folder}: none of its 1 image file\(s\) can be read"):
             list(ReplaySource(folder).frames())
     assert "a_zeroed.jpg: corrupt JPEG (libjpeg: Corrupt JPEG data: premature end of data segment)" in caplog.text
+
+
+def test_run_on_a_video_that_cannot_be_opened_exits_2(tmp_path: Path, capsys) -> None:
+    """An empty or broken .mp4 is bad input (exit 2), as a folder of corrupt photos is, not a
+    failure of the frame source (exit 1, which systemd would retry for ever)."""
+    video = tmp_path / "empty.mp4"
+    video.write_bytes(b"")
+    parser = argparse.ArgumentParser()
+    service_cli.add_arguments("run", parser)
+    args = parser.parse_args(["--config", str(_config(tmp_path)), "--source", f"replay:{video}",
+                              "--log-level", "ERROR"])
+    assert service_cli.run("run", args) == 2
+    assert f"replay {video}: cannot open the video" in capsys.readouterr().err
