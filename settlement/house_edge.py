@@ -21,6 +21,8 @@ writes it.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -253,16 +255,25 @@ def render(profiles) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .profile import load_profile
+    from .profile import ProfileError, load_profile
     ap = argparse.ArgumentParser(prog="python -m settlement.house_edge", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", action="append", help="profile(s); default: the four of config/profiles")
     ap.add_argument("--write", type=Path, help="write the markdown table here")
     a = ap.parse_args(argv)
     names = a.profile or ["ny-5324", "ny-4620", "nj-13-47", "rules-002"]
-    text = render([load_profile(n) for n in names])
-    if a.write:
-        a.write.write_text(text, encoding="utf-8")
-    print(text)
+    try:
+        text = render([load_profile(n) for n in names])
+        if a.write:
+            a.write.write_text(text, encoding="utf-8")
+    except (ProfileError, OSError) as exc:
+        print(f"{ap.prog}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        sys.stdout.write(text)    # the same bytes as the file --write makes
+        sys.stdout.flush()
+    except BrokenPipeError:       # `... | head`: Python's "Note on SIGPIPE"
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 

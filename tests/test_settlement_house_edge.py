@@ -69,3 +69,16 @@ def test_ny4620_for_odds_and_ace_deuce_bar():
     assert wager_edge(p, "hardway", number=6) == F(1, 11)       # "10 for 1"
     assert wager_edge(p, "dont_pass") == F(41, 990)             # barred on 3, wins on 12
     assert wager_edge(p, "big6") == F(1, 11)
+
+
+def test_the_command_prints_docs_house_edge_md_byte_for_byte_and_refuses_a_bad_profile(capsys) -> None:
+    from pathlib import Path
+
+    from settlement.house_edge import main
+
+    assert main([]) == 0
+    doc = Path(__file__).resolve().parents[1] / "docs" / "house-edge.md"
+    assert capsys.readouterr().out == doc.read_text(encoding="utf-8")
+    assert main(["--profile", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "python -m settlement.house_edge: profile not found" in err and "nope.toml" in err
