@@ -130,3 +130,14 @@ def test_eval_list_names_matching_no_image_exit_2_and_a_stem_is_a_name(tmp_path:
     lst.write_text(f"{stem}\n")           # the stem alone names the image
     assert main(["eval", str(folder), str(folder), "--list", str(lst)]) == 0
     assert "images            1\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("side, warned", [(100, True), (20, True), (45, False)])
+def test_read_warns_when_side_px_disagrees_with_the_dice(side: int, warned: bool, capsys) -> None:
+    """five_44.jpg's dice are ~43 px: given 100 the windows span two dice (a 5 read as a 6 at
+    p 0.96), given 20 they see pips; the reader cannot tell, so the command says so."""
+    assert main(["read", "--side-px", str(side), str(PHOTO)]) == 0
+    err = capsys.readouterr().err
+    assert ("warning: --side-px" in err) == warned
+    if warned:
+        assert f"{PHOTO}: warning: --side-px {side} but the dice read without it measure about 4" in err

@@ -75,6 +75,26 @@ def annotate(image: np.ndarray, readings: list) -> np.ndarray:
     return out
 
 
+#: ``read --side-px`` warns when the dice read surely without it measure more than this
+#: factor off the size given (a wrong size puts windows across two dice or on pips: a 5 read
+#: as a 6 at p 0.96 with the side given 2.3x too large).
+SIDE_DISAGREES = 1.6
+
+
+def side_disagreement(img: np.ndarray, side_px: float) -> float | None:
+    """The median side (pixels) of the dice the reader reads surely (value, confidence >= 0.9)
+    in ``img`` (numpy uint8, (H, W, 3) BGR or (H, W) grey) without a size given, where it is
+    more than :data:`SIDE_DISAGREES` times off ``side_px`` (pixels); else None (they agree, or
+    nothing is read surely: dice too small in the frame to be measured without the size)."""
+    from vision.reader import read_dice
+
+    sure = [r.side_px for r in read_dice(img) if r.value is not None and r.confidence >= 0.9]
+    if not sure:
+        return None
+    m = float(np.median(sure))
+    return m if max(m / side_px, side_px / m) > SIDE_DISAGREES else None
+
+
 def _run_read(args: argparse.Namespace) -> int:
     from vision.reader import read_dice
 
@@ -102,6 +122,9 @@ def _run_read(args: argparse.Namespace) -> int:
             status = 2
             continue
         ms = (time.perf_counter() - t0) * 1000.0
+        if args.side_px is not None and (measured := side_disagreement(img, args.side_px)) is not None:
+            print(f"craps-table read: {path}: warning: --side-px {args.side_px:g} but the dice read without it "
+                  f"measure about {measured:.0f} px: values read at a wrong size can be wrong", file=sys.stderr)
         h, w = img.shape[:2]
         if args.json:
             obj = {"image": str(path), "width": int(w), "height": int(h), "ms": round(ms, 2),
