@@ -237,11 +237,15 @@ def run_demo(args: argparse.Namespace) -> int:
                     and settlement.thread.is_alive():
                 time.sleep(0.005)
 
-        service = None
+        service, interrupted = None, False
         try:
             service, _ = build_service(cfg, source, publisher=publisher, lamp_driver=build_lamp_driver(cfg),
                                        on_message=on_message)
             stats = service.run(source, max_verdicts=args.rolls)
+        except KeyboardInterrupt:  # Ctrl-C: the summary of what was done, as `run` stops on it
+            if service is None:
+                return 130
+            stats, interrupted = service.stats, True
         except BadInputError as exc:  # e.g. a replay folder of only corrupt photos
             print(f"craps-table demo: bad input: {exc}", file=sys.stderr)
             return 2
@@ -266,7 +270,10 @@ def run_demo(args: argparse.Namespace) -> int:
             f"{stats.frames} frames in {time.monotonic() - started:.1f} s; rest-to-published median {med:.1f} ms")
         say("balances (stakes still on the layout counted as paid in): "
             + ", ".join(f"{n} {cents(c)}" for n, c in settlement.balances.items()))
-        if stats.total_verdicts < args.rolls:
+        if interrupted:
+            print(f"craps-table demo: interrupted after {stats.total_verdicts} of {args.rolls} verdicts",
+                  file=sys.stderr)
+        elif stats.total_verdicts < args.rolls:
             print(f"craps-table demo: the source ended after {stats.total_verdicts} of {args.rolls} verdicts",
                   file=sys.stderr)
     return 0

@@ -36,3 +36,21 @@ def test_demo_with_a_missing_config_file_is_exit_2(tmp_path: Path, capsys) -> No
     assert main(["demo", "--rolls", "1", "--config", str(missing)]) == 2
     err = capsys.readouterr().err
     assert f"{missing}: cannot read the config file" in err
+
+
+def test_demo_interrupted_prints_its_summary_and_says_so(monkeypatch, capsys) -> None:
+    """Ctrl-C during the demo: the summary of what was done and a line saying it was
+    interrupted, exit 0 (as `run` stops on it), not a bare exit 130."""
+    from controller.service import TableService
+
+    real_run = TableService.run
+
+    def run_then_ctrl_c(self, source, *, max_verdicts=None, **kw):
+        real_run(self, source, max_verdicts=1, **kw)     # one verdict, then the user's Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TableService, "run", run_then_ctrl_c)
+    assert main(["demo", "--rolls", "5"]) == 0
+    cap = capsys.readouterr()
+    assert "done: 1 verdicts" in cap.out and "balances" in cap.out
+    assert "craps-table demo: interrupted after 1 of 5 verdicts" in cap.err
