@@ -21,10 +21,10 @@ Pipeline:
    :data:`FACE_MIN` (chosen on held-out train photos so that no value there is wrong;
    :data:`FACE_MIN_WEAK_PEAK` for a weak detector peak), and below :data:`READ_ALONE` only
    where the classical pip reader reads the same value (the held-out photos read as other
-   cameras would give them had 8 of their 11 wrong numbers there). Below FACE_MIN, the classical pip reader
-   (:mod:`vision.reader`) reads a window around the die, and its value is taken only if the
-   classifier gives it at least :data:`FALLBACK_MIN_P` (two methods agreeing); otherwise
-   ``value=None`` with confidence <= 0.2. A weak peak that nothing reads is dropped, and a
+   cameras would give them had 8 of their 11 wrong numbers there). Below FACE_MIN, the
+   classical pip reader (:mod:`vision.reader`) reads a window around the die, and its value is
+   taken only if the classifier gives it at least :data:`FALLBACK_MIN_P` (two methods
+   agreeing); otherwise ``value=None`` with confidence <= 0.2. A weak peak that nothing reads is dropped, and a
    peak the classifier calls "not a die" is dropped unless the detector is sure of it
    (:data:`CENTRE_SURE`) and the classifier is not (:data:`NOT_A_DIE_SURE`).
 4. **Flat.** ``flat`` is the face classifier's P(flat) >= 0.5 (``extra["p_flat"]``). A tilt
