@@ -21,7 +21,7 @@ the layout file is used.
 
 Exit status: 0 written; 1 calibration failed (markers missing, error too large, chessboard not
 found: nothing is written); 2 bad input (unreadable layout or image, bad source spec, camera not
-available).
+available, an output path that is a directory: checked before anything is written).
 """
 from __future__ import annotations
 
@@ -154,6 +154,18 @@ def _lens(args: argparse.Namespace, cfile):
     return lens, lens.to_config(rms)
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse an output path that cannot be written, before anything is read or written.
+
+    Raises:
+        ValueError: naming the option and the path: a directory.
+    """
+    outputs = [("--out", args.out)] + ([("--snapshot", args.snapshot)] if args.snapshot is not None else [])
+    for option, path in outputs:
+        if path.is_dir():
+            raise ValueError(f"{option} {path}: is a directory, not a file")
+
+
 def _write_image(path: Path, image: np.ndarray) -> None:
     """Write an image atomically (temporary file + rename), keeping its extension."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -175,6 +187,11 @@ def _write_image(path: Path, image: np.ndarray) -> None:
 
 def run(command: str, args: argparse.Namespace) -> int:
     """Run ``craps-table calibrate``. Returns the exit status (see the module docstring)."""
+    try:
+        _check_outputs(args)
+    except ValueError as exc:
+        print(f"craps-table calibrate: {exc}", file=sys.stderr)
+        return 2
     layout_path = _layout_path(args)
     try:
         cfile = load_layout(layout_path)

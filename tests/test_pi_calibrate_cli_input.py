@@ -1,0 +1,39 @@
+"""craps-table calibrate: bad arguments and output paths are exit 2 with a message naming the
+option, never a traceback, and nothing is written."""
+from __future__ import annotations
+
+import cv2
+import pytest
+
+from controller.cli import main
+from test_pi_calibration import EXAMPLE, render  # the synthetic layout renderer
+
+
+@pytest.fixture(scope="module")
+def photo(tmp_path_factory):
+    from camera.calibration import load_layout
+    image, _ = render(load_layout(EXAMPLE).layout)
+    path = tmp_path_factory.mktemp("photo") / "table.png"
+    cv2.imwrite(str(path), image)
+    return path
+
+
+def _cli(argv, capsys):
+    status = main(["calibrate", *argv])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return status, err
+
+
+def test_out_or_snapshot_naming_a_directory_is_refused_before_writing(photo, tmp_path, capsys):
+    folder = tmp_path / "rw"
+    folder.mkdir()
+    for layout in (["--layout", str(EXAMPLE)], []):   # without --layout, --out would be read as it
+        status, err = _cli(["--source", f"replay:{photo}", *layout, "--out", str(folder)], capsys)
+        assert status == 2
+        assert f"craps-table calibrate: --out {folder}: is a directory, not a file" in err
+    out = tmp_path / "calibration.toml"
+    status, err = _cli(["--source", f"replay:{photo}", "--out", str(out), "--snapshot", str(folder)], capsys)
+    assert status == 2
+    assert f"craps-table calibrate: --snapshot {folder}: is a directory, not a file" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rw"] and not any(folder.iterdir())
