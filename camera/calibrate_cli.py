@@ -21,7 +21,8 @@ the layout file is used.
 
 Exit status: 0 written; 1 calibration failed (markers missing, error too large, chessboard not
 found: nothing is written); 2 bad input (unreadable layout or image, bad source spec, camera not
-available, an output path that is a directory: checked before anything is written).
+available, an output path that is a directory or a ``--snapshot`` extension OpenCV cannot write:
+checked before anything is written).
 """
 from __future__ import annotations
 
@@ -158,12 +159,16 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse an output path that cannot be written, before anything is read or written.
 
     Raises:
-        ValueError: naming the option and the path: a directory.
+        ValueError: naming the option and the path: a directory, a ``--snapshot`` extension
+            OpenCV has no image writer for.
     """
     outputs = [("--out", args.out)] + ([("--snapshot", args.snapshot)] if args.snapshot is not None else [])
     for option, path in outputs:
         if path.is_dir():
             raise ValueError(f"{option} {path}: is a directory, not a file")
+    if args.snapshot is not None and not cv2.haveImageWriter(f"snapshot{args.snapshot.suffix or '.png'}"):
+        raise ValueError(f"--snapshot {args.snapshot}: OpenCV cannot write images with extension "
+                         f"{args.snapshot.suffix!r} (use .png or .jpg)")
 
 
 def _write_image(path: Path, image: np.ndarray) -> None:
@@ -183,6 +188,12 @@ def _write_image(path: Path, image: np.ndarray) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _cannot_write(option: str, path: Path, exc: OSError) -> int:
+    """Say that ``path`` could not be written (a folder made read-only meanwhile, a full disk); 2."""
+    print(f"craps-table calibrate: {option} {path}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+    return 2
 
 
 def run(command: str, args: argparse.Namespace) -> int:
@@ -237,14 +248,25 @@ def run(command: str, args: argparse.Namespace) -> int:
                 cv2.polylines(snap, [q], True, (0, 255, 255), 2)
                 cv2.putText(snap, str(i), tuple(int(v) for v in c.mean(axis=0)), cv2.FONT_HERSHEY_SIMPLEX,
                             0.6, (0, 0, 255), 2)
-            _write_image(args.snapshot, snap)
+            try:
+                _write_image(args.snapshot, snap)
+            except OSError as exc:
+                _cannot_write("--snapshot", args.snapshot, exc)
+                return 1
             print(f"craps-table calibrate: frame with the markers found written to {args.snapshot}",
                   file=sys.stderr)
         return 1
     rec = result.record
-    write_calibration(args.out, cfile.model_copy(update={"homography": rec, "lens": lens_cfg}))
-    if args.snapshot is not None:
-        _write_image(args.snapshot, draw_calibration(image, result.calibration, result.corners_px))
+    snapshot = draw_calibration(image, result.calibration, result.corners_px) if args.snapshot is not None else None
+    try:
+        write_calibration(args.out, cfile.model_copy(update={"homography": rec, "lens": lens_cfg}))
+    except OSError as exc:
+        return _cannot_write("--out", args.out, exc)
+    if snapshot is not None:
+        try:
+            _write_image(args.snapshot, snapshot)
+        except OSError as exc:
+            return _cannot_write("--snapshot", args.snapshot, exc)
     centre = result.calibration.zones["playing"].mean(axis=0)
     print(f"calibrated from {source_name} ({rec.image_width}x{rec.image_height}, {len(images)} frame(s)"
           f"{', lens model' if lens is not None else ''}): markers {rec.markers_found}"

@@ -37,3 +37,30 @@ def test_out_or_snapshot_naming_a_directory_is_refused_before_writing(photo, tmp
     assert status == 2
     assert f"craps-table calibrate: --snapshot {folder}: is a directory, not a file" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rw"] and not any(folder.iterdir())
+
+
+def test_snapshot_extension_opencv_cannot_write_is_refused_before_the_toml_is_written(photo, tmp_path, capsys):
+    out, snap = tmp_path / "calibration.toml", tmp_path / "calib.txt"
+    status, err = _cli(["--source", f"replay:{photo}", "--out", str(out), "--snapshot", str(snap)], capsys)
+    assert status == 2
+    assert (f"craps-table calibrate: --snapshot {snap}: OpenCV cannot write images with extension '.txt' "
+            "(use .png or .jpg)") in err
+    assert list(tmp_path.iterdir()) == []
+    # a snapshot without an extension is written as PNG, as before
+    snap = tmp_path / "calib"
+    status, err = _cli(["--source", f"replay:{photo}", "--out", str(out), "--snapshot", str(snap)], capsys)
+    assert status == 0, err
+    assert cv2.imread(str(snap)) is not None and out.exists()
+
+
+def test_a_write_that_fails_is_exit_2_naming_the_file(photo, tmp_path, capsys, monkeypatch):
+    import camera.calibrate_cli as cli
+
+    def refuse(path, cfile):
+        raise PermissionError(13, "Permission denied", str(path.parent / ".calibration.toml.x.tmp"))
+    monkeypatch.setattr(cli, "write_calibration", refuse)
+    out, snap = tmp_path / "calibration.toml", tmp_path / "calib.png"
+    status, err = _cli(["--source", f"replay:{photo}", "--out", str(out), "--snapshot", str(snap)], capsys)
+    assert status == 2
+    assert f"craps-table calibrate: --out {out}: cannot write: Permission denied" in err
+    assert list(tmp_path.iterdir()) == []
