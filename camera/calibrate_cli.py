@@ -21,8 +21,8 @@ the layout file is used.
 
 Exit status: 0 written; 1 calibration failed (markers missing, error too large, chessboard not
 found: nothing is written); 2 bad input (unreadable layout or image, bad source spec, camera not
-available, an output path that is a directory or a ``--snapshot`` extension OpenCV cannot write:
-checked before anything is written).
+available, an output path that is a directory or in a directory that does not exist (none is
+made), a ``--snapshot`` extension OpenCV cannot write: checked before anything is written).
 """
 from __future__ import annotations
 
@@ -159,21 +159,27 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse an output path that cannot be written, before anything is read or written.
 
     Raises:
-        ValueError: naming the option and the path: a directory, a ``--snapshot`` extension
-            OpenCV has no image writer for.
+        ValueError: naming the option and the path: a directory, a missing directory (it is not
+            made), a ``--snapshot`` extension OpenCV has no image writer for.
     """
     outputs = [("--out", args.out)] + ([("--snapshot", args.snapshot)] if args.snapshot is not None else [])
     for option, path in outputs:
         if path.is_dir():
             raise ValueError(f"{option} {path}: is a directory, not a file")
+        if not path.parent.is_dir():
+            problem = "is not a directory" if path.parent.exists() else "does not exist"
+            raise ValueError(f"{option} {path}: directory {path.parent} {problem}")
     if args.snapshot is not None and not cv2.haveImageWriter(f"snapshot{args.snapshot.suffix or '.png'}"):
         raise ValueError(f"--snapshot {args.snapshot}: OpenCV cannot write images with extension "
                          f"{args.snapshot.suffix!r} (use .png or .jpg)")
 
 
 def _write_image(path: Path, image: np.ndarray) -> None:
-    """Write an image atomically (temporary file + rename), keeping its extension."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write an image atomically (temporary file + rename), keeping its extension.
+
+    Raises:
+        OSError: the folder does not exist or is not writable, the image cannot be encoded.
+    """
     suffix = path.suffix or ".png"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=suffix, dir=path.parent)
     os.close(fd)

@@ -64,3 +64,16 @@ def test_a_write_that_fails_is_exit_2_naming_the_file(photo, tmp_path, capsys, m
     assert status == 2
     assert f"craps-table calibrate: --out {out}: cannot write: Permission denied" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_in_a_missing_directory_is_refused_not_made(photo, tmp_path, capsys):
+    out, snap = tmp_path / "calibration.toml", tmp_path / "calib.png"
+    (tmp_path / "file").write_text("x")
+    for option, path, says in (("--out", tmp_path / "nonexist" / "c.toml", "does not exist"),
+                               ("--snapshot", tmp_path / "nonexist" / "calib.png", "does not exist"),
+                               ("--out", tmp_path / "file" / "c.toml", "is not a directory")):
+        argv = {"--out": str(out), "--snapshot": str(snap), option: str(path)}
+        status, err = _cli(["--source", f"replay:{photo}", *(x for kv in argv.items() for x in kv)], capsys)
+        assert status == 2
+        assert f"craps-table calibrate: {option} {path}: directory {path.parent} {says}" in err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

@@ -294,6 +294,7 @@ def test_cli_writes_homography_and_snapshot(example, scene, tmp_path, capsys):
     photo = tmp_path / "table.png"
     cv2.imwrite(str(photo), image)
     out, snap = tmp_path / "cfg" / "calibration.toml", tmp_path / "calib.png"
+    out.parent.mkdir()
     assert _cli(["--source", f"replay:{photo}", "--out", str(out), "--snapshot", str(snap)]) == 0
     printed = capsys.readouterr().out
     assert "markers [0, 1, 2, 3, 4, 5]" in printed and f"wrote {out}" in printed
