@@ -59,7 +59,8 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip", type=int, default=10,
                         help="frames to discard from a live source before the one used (default: %(default)s)")
     parser.add_argument("--camera-config", type=Path, default=None,
-                        help="TOML with a [camera] table (exposure, gain...) for usb/picamera2")
+                        help="TOML with a [camera] table (exposure, gain...) for usb/picamera2; "
+                             "checked whatever the source")
     parser.add_argument("--frames", type=int, default=None,
                         help="frames of a live source to combine (median corners; default 5, 1 for replay)")
     parser.add_argument("--lens-images", default=None,
@@ -80,6 +81,13 @@ def _layout_path(args: argparse.Namespace) -> Path:
 
 
 def _camera_config(args: argparse.Namespace):
+    """The ``CameraConfig`` of ``--source``, over ``--camera-config``'s ``[camera]`` when given
+    (read whatever the source, a photo included: a wrong file is never ignored).
+
+    Raises:
+        ValueError: a bad source spec; a camera config that cannot be read or has a wrong key,
+            naming ``--camera-config`` and the file.
+    """
     from camera.sources import CameraConfig, parse_source_spec
     base = CameraConfig()
     if args.camera_config is not None:
@@ -97,12 +105,13 @@ def _camera_config(args: argparse.Namespace):
     return parse_source_spec(args.source, base)
 
 
-def grab_frames(args: argparse.Namespace) -> tuple[list[np.ndarray], str]:
-    """Frames for calibration from ``--source``: ``([image uint8 BGR/grey, ...], source name)``;
-    one from a photo, ``--frames`` (default 5) from a live camera after ``--skip``.
+def grab_frames(args: argparse.Namespace, cfg) -> tuple[list[np.ndarray], str]:
+    """Frames for calibration from ``--source`` (``cfg``: its ``CameraConfig``, from
+    :func:`_camera_config`): ``([image uint8 BGR/grey, ...], source name)``; one from a photo,
+    ``--frames`` (default 5) from a live camera after ``--skip``.
 
     Raises:
-        ValueError: a bad source spec or camera config.
+        ValueError: a replay source without a path.
         FrameError: an unreadable image, a camera that cannot be opened, a source with no frame.
     """
     kind, _, arg = args.source.partition(":")
@@ -112,7 +121,6 @@ def grab_frames(args: argparse.Namespace) -> tuple[list[np.ndarray], str]:
             raise FrameError(f"{path}: no such image")
         return [load_image(path)], f"replay:{path}"   # FrameError naming a truncated or corrupt file
     from camera.sources import open_source
-    cfg = _camera_config(args)
     source = open_source(cfg)
     try:
         live = cfg.source in ("usb", "picamera2")
@@ -217,6 +225,11 @@ def run(command: str, args: argparse.Namespace) -> int:
                                                               if layout_path == args.out else "")
         print(f"craps-table calibrate: {option}{exc}", file=sys.stderr)
         return 2
+    try:
+        camera_cfg = _camera_config(args)
+    except ValueError as exc:
+        print(f"craps-table calibrate: {exc}", file=sys.stderr)
+        return 2
     from camera.lens import LensError
     try:
         lens, lens_cfg = _lens(args, cfile)
@@ -227,7 +240,7 @@ def run(command: str, args: argparse.Namespace) -> int:
         print(f"craps-table calibrate: {exc}", file=sys.stderr)
         return 2
     try:
-        images, source_name = grab_frames(args)
+        images, source_name = grab_frames(args, camera_cfg)
     except (ValueError, FrameError, ImportError) as exc:
         print(f"craps-table calibrate: {exc}", file=sys.stderr)
         return 2

@@ -77,3 +77,17 @@ def test_an_output_in_a_missing_directory_is_refused_not_made(photo, tmp_path, c
         assert status == 2
         assert f"craps-table calibrate: {option} {path}: directory {path.parent} {says}" in err
         assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_a_bad_camera_config_is_refused_whatever_the_source(photo, tmp_path, capsys):
+    out = tmp_path / "calibration.toml"
+    bad_toml, bad_key = tmp_path / "bad.toml", tmp_path / "key.toml"
+    bad_toml.write_text("[camera\n")
+    bad_key.write_text("[camera]\nexposure = 80\n")
+    for path, says in ((tmp_path / "nofile.toml", "no such file"), (bad_toml, "not valid TOML"),
+                       (bad_key, "camera.exposure: Extra inputs are not permitted")):
+        for source in (f"replay:{photo}", f"replay:{photo.parent}", "sim"):
+            status, err = _cli(["--source", source, "--out", str(out), "--camera-config", str(path)], capsys)
+            assert status == 2, (source, path)
+            assert f"craps-table calibrate: --camera-config {path}: {says}" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.toml", "key.toml"]

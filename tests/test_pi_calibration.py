@@ -355,7 +355,6 @@ def test_cli_unreadable_layout_or_camera_config_exit_2_naming_the_option(example
             ("--camera-config", photo, "not a UTF-8 TOML text file (byte 0: b'\\x89')"),
             ("--camera-config", tmp_path, "is a directory, not a TOML file"),
             ("--camera-config", tmp_path / "none.toml", "no such file")):
-        # --camera-config is read for replay:DIR (a replay:IMAGE is loaded directly)
         assert _cli(["--source", f"replay:{photos}", "--out", str(out), option, str(path)]) == 2
         err = capsys.readouterr().err
         assert f"craps-table calibrate: {option} {path}: {says}" in err, err
