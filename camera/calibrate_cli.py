@@ -44,8 +44,27 @@ EXAMPLE_LAYOUT = Path(__file__).resolve().parents[1] / "config" / "calibration.e
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 
 
+def board_size(text: str) -> tuple[int, int]:
+    """argparse ``type`` of ``--board``: chessboard inner corners ``COLSxROWS`` -> ``(cols, rows)``;
+    a bad value is reported by argparse naming the option, exit status 2.
+
+    Raises:
+        argparse.ArgumentTypeError: not two whole numbers joined by ``x``, or one under 3
+            (:func:`camera.lens.calibrate_lens` needs 3x3 inner corners at least).
+    """
+    try:
+        cols, rows = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected COLSxROWS inner corners, e.g. 9x6, got {text!r}") from None
+    if cols < 3 or rows < 3:
+        raise argparse.ArgumentTypeError(f"expected at least 3x3 inner corners, got {text!r}")
+    return cols, rows
+
+
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     """Arguments of ``craps-table calibrate``."""
+    from controller.service_cli import non_negative_int, positive_int
+    from vision.cli import positive_float
     parser.add_argument("--source", required=True,
                         help="replay:IMAGE (a photo of the table), replay:DIR|VIDEO, usb:N, usb:/dev/PATH, "
                              "picamera2[:N] or sim[:SCENARIO]")
@@ -56,19 +75,19 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
                              "else config/calibration.example.toml)")
     parser.add_argument("--snapshot", type=Path, default=None,
                         help="write the frame with zones and markers drawn to this image (PNG/JPEG)")
-    parser.add_argument("--skip", type=int, default=10,
+    parser.add_argument("--skip", type=non_negative_int, default=10,
                         help="frames to discard from a live source before the one used (default: %(default)s)")
     parser.add_argument("--camera-config", type=Path, default=None,
                         help="TOML with a [camera] table (exposure, gain...) for usb/picamera2; "
                              "checked whatever the source")
-    parser.add_argument("--frames", type=int, default=None,
+    parser.add_argument("--frames", type=positive_int, default=None,
                         help="frames of a live source to combine (median corners; default 5, 1 for replay)")
     parser.add_argument("--lens-images", default=None,
                         help="glob of chessboard photos (e.g. 'lens/*.png') to measure the lens distortion "
                              "first; written as [lens]. Without it, the layout file's [lens] is used if any")
-    parser.add_argument("--board", default="9x6",
+    parser.add_argument("--board", type=board_size, default="9x6",
                         help="chessboard inner corners COLSxROWS for --lens-images (default: %(default)s)")
-    parser.add_argument("--square-mm", type=float, default=25.0,
+    parser.add_argument("--square-mm", type=positive_float, default=25.0,
                         help="chessboard square side, mm (default: %(default)s)")
 
 
@@ -124,8 +143,8 @@ def grab_frames(args: argparse.Namespace, cfg) -> tuple[list[np.ndarray], str]:
     source = open_source(cfg)
     try:
         live = cfg.source in ("usb", "picamera2")
-        skip = max(0, args.skip) if live else 0
-        want = max(1, args.frames if args.frames is not None else (5 if live else 1))
+        skip = args.skip if live else 0
+        want = args.frames if args.frames is not None else (5 if live else 1)
         images, name = [], args.source
         for i, frame in enumerate(source.frames()):
             if i >= skip:
@@ -147,17 +166,13 @@ def _lens(args: argparse.Namespace, cfile):
         return (Lens.from_config(cfile.lens) if cfile.lens is not None else None), cfile.lens
     import glob
     from camera.lens import calibrate_lens
-    try:
-        cols, rows = (int(v) for v in args.board.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--board {args.board!r}: expected COLSxROWS inner corners, e.g. 9x6") from None
     paths = sorted(glob.glob(args.lens_images))
     if not paths:
         raise FrameError(f"--lens-images {args.lens_images!r}: no such files")
     images = []
     for p in paths:
         images.append(load_image(p))
-    lens, rms = calibrate_lens(images, (cols, rows), args.square_mm, names=paths)
+    lens, rms = calibrate_lens(images, args.board, args.square_mm, names=paths)
     print(f"lens from {len(paths)} photos: rms {rms:.3f} px, fx {lens.camera_matrix[0, 0]:.1f} px, "
           f"k1 {lens.dist_coeffs[0]:+.4f}")
     return lens, lens.to_config(rms)

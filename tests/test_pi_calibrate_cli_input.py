@@ -91,3 +91,31 @@ def test_a_bad_camera_config_is_refused_whatever_the_source(photo, tmp_path, cap
             assert status == 2, (source, path)
             assert f"craps-table calibrate: --camera-config {path}: {says}" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.toml", "key.toml"]
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("--frames", "0", "must be >= 1, got 0"),
+    ("--frames", "two", "expected a whole number, got 'two'"),
+    ("--skip", "-1", "must be >= 0, got -1"),
+    ("--board", "abc", "expected COLSxROWS inner corners, e.g. 9x6, got 'abc'"),
+    ("--board", "2x6", "expected at least 3x3 inner corners, got '2x6'"),
+    ("--square-mm", "-1", "must be > 0, got '-1'"),
+    ("--square-mm", "nan", "must be a finite number, got 'nan'"),
+])
+def test_bad_numbers_are_refused_at_argument_parsing(photo, tmp_path, capsys, option, value, says):
+    # without --lens-images: --board and --square-mm are checked all the same
+    out = tmp_path / "calibration.toml"
+    with pytest.raises(SystemExit) as exc:
+        main(["calibrate", "--source", f"replay:{photo}", "--out", str(out), option, value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"craps-table calibrate: error: argument {option}: {says}" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_good_numbers_are_taken(photo, tmp_path, capsys):
+    out = tmp_path / "calibration.toml"
+    status, err = _cli(["--source", f"replay:{photo}", "--out", str(out), "--frames", "1", "--skip", "0",
+                        "--board", "9X6", "--square-mm", "24.5"], capsys)
+    assert status == 0, err
+    assert out.exists()
