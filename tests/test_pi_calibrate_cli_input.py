@@ -119,3 +119,14 @@ def test_good_numbers_are_taken(photo, tmp_path, capsys):
                         "--board", "9X6", "--square-mm", "24.5"], capsys)
     assert status == 0, err
     assert out.exists()
+
+
+def test_a_replay_file_that_is_not_an_image_or_video_says_so(tmp_path, capsys):
+    # the message of craps-table run for the same source (camera.replay.ReplaySource), not "no such file"
+    text = tmp_path / "README.md"
+    text.write_text("# not a photo\n")
+    out = tmp_path / "calibration.toml"
+    status, err = _cli(["--source", f"replay:{text}", "--out", str(out)], capsys)
+    assert status == 2
+    assert f"craps-table calibrate: replay {text}: not a folder, an image or a video file" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]
