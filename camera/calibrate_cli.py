@@ -21,7 +21,8 @@ the layout file is used.
 
 Exit status: 0 written; 1 calibration failed (markers missing, error too large, chessboard not
 found: nothing is written); 2 bad input (unreadable layout or image, bad source spec, camera not
-available).
+available, an output path that is a directory or in a directory that does not exist (none is
+made), a ``--snapshot`` extension OpenCV cannot write: checked before anything is written).
 """
 from __future__ import annotations
 
@@ -43,8 +44,27 @@ EXAMPLE_LAYOUT = Path(__file__).resolve().parents[1] / "config" / "calibration.e
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 
 
+def board_size(text: str) -> tuple[int, int]:
+    """argparse ``type`` of ``--board``: chessboard inner corners ``COLSxROWS`` -> ``(cols, rows)``;
+    a bad value is reported by argparse naming the option, exit status 2.
+
+    Raises:
+        argparse.ArgumentTypeError: not two whole numbers joined by ``x``, or one under 3
+            (:func:`camera.lens.calibrate_lens` needs 3x3 inner corners at least).
+    """
+    try:
+        cols, rows = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected COLSxROWS inner corners, e.g. 9x6, got {text!r}") from None
+    if cols < 3 or rows < 3:
+        raise argparse.ArgumentTypeError(f"expected at least 3x3 inner corners, got {text!r}")
+    return cols, rows
+
+
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     """Arguments of ``craps-table calibrate``."""
+    from controller.service_cli import non_negative_int, positive_int
+    from vision.cli import positive_float
     parser.add_argument("--source", required=True,
                         help="replay:IMAGE (a photo of the table), replay:DIR|VIDEO, usb:N, usb:/dev/PATH, "
                              "picamera2[:N] or sim[:SCENARIO]")
@@ -55,18 +75,19 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
                              "else config/calibration.example.toml)")
     parser.add_argument("--snapshot", type=Path, default=None,
                         help="write the frame with zones and markers drawn to this image (PNG/JPEG)")
-    parser.add_argument("--skip", type=int, default=10,
+    parser.add_argument("--skip", type=non_negative_int, default=10,
                         help="frames to discard from a live source before the one used (default: %(default)s)")
     parser.add_argument("--camera-config", type=Path, default=None,
-                        help="TOML with a [camera] table (exposure, gain...) for usb/picamera2")
-    parser.add_argument("--frames", type=int, default=None,
+                        help="TOML with a [camera] table (exposure, gain...) for usb/picamera2; "
+                             "checked whatever the source")
+    parser.add_argument("--frames", type=positive_int, default=None,
                         help="frames of a live source to combine (median corners; default 5, 1 for replay)")
     parser.add_argument("--lens-images", default=None,
                         help="glob of chessboard photos (e.g. 'lens/*.png') to measure the lens distortion "
                              "first; written as [lens]. Without it, the layout file's [lens] is used if any")
-    parser.add_argument("--board", default="9x6",
+    parser.add_argument("--board", type=board_size, default="9x6",
                         help="chessboard inner corners COLSxROWS for --lens-images (default: %(default)s)")
-    parser.add_argument("--square-mm", type=float, default=25.0,
+    parser.add_argument("--square-mm", type=positive_float, default=25.0,
                         help="chessboard square side, mm (default: %(default)s)")
 
 
@@ -79,6 +100,13 @@ def _layout_path(args: argparse.Namespace) -> Path:
 
 
 def _camera_config(args: argparse.Namespace):
+    """The ``CameraConfig`` of ``--source``, over ``--camera-config``'s ``[camera]`` when given
+    (read whatever the source, a photo included: a wrong file is never ignored).
+
+    Raises:
+        ValueError: a bad source spec; a camera config that cannot be read or has a wrong key,
+            naming ``--camera-config`` and the file.
+    """
     from camera.sources import CameraConfig, parse_source_spec
     base = CameraConfig()
     if args.camera_config is not None:
@@ -96,12 +124,13 @@ def _camera_config(args: argparse.Namespace):
     return parse_source_spec(args.source, base)
 
 
-def grab_frames(args: argparse.Namespace) -> tuple[list[np.ndarray], str]:
-    """Frames for calibration from ``--source``: ``([image uint8 BGR/grey, ...], source name)``;
-    one from a photo, ``--frames`` (default 5) from a live camera after ``--skip``.
+def grab_frames(args: argparse.Namespace, cfg) -> tuple[list[np.ndarray], str]:
+    """Frames for calibration from ``--source`` (``cfg``: its ``CameraConfig``, from
+    :func:`_camera_config`): ``([image uint8 BGR/grey, ...], source name)``; one from a photo,
+    ``--frames`` (default 5) from a live camera after ``--skip``.
 
     Raises:
-        ValueError: a bad source spec or camera config.
+        ValueError: a replay source without a path.
         FrameError: an unreadable image, a camera that cannot be opened, a source with no frame.
     """
     kind, _, arg = args.source.partition(":")
@@ -111,12 +140,11 @@ def grab_frames(args: argparse.Namespace) -> tuple[list[np.ndarray], str]:
             raise FrameError(f"{path}: no such image")
         return [load_image(path)], f"replay:{path}"   # FrameError naming a truncated or corrupt file
     from camera.sources import open_source
-    cfg = _camera_config(args)
     source = open_source(cfg)
     try:
         live = cfg.source in ("usb", "picamera2")
-        skip = max(0, args.skip) if live else 0
-        want = max(1, args.frames if args.frames is not None else (5 if live else 1))
+        skip = args.skip if live else 0
+        want = args.frames if args.frames is not None else (5 if live else 1)
         images, name = [], args.source
         for i, frame in enumerate(source.frames()):
             if i >= skip:
@@ -138,25 +166,43 @@ def _lens(args: argparse.Namespace, cfile):
         return (Lens.from_config(cfile.lens) if cfile.lens is not None else None), cfile.lens
     import glob
     from camera.lens import calibrate_lens
-    try:
-        cols, rows = (int(v) for v in args.board.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--board {args.board!r}: expected COLSxROWS inner corners, e.g. 9x6") from None
     paths = sorted(glob.glob(args.lens_images))
     if not paths:
         raise FrameError(f"--lens-images {args.lens_images!r}: no such files")
     images = []
     for p in paths:
         images.append(load_image(p))
-    lens, rms = calibrate_lens(images, (cols, rows), args.square_mm, names=paths)
+    lens, rms = calibrate_lens(images, args.board, args.square_mm, names=paths)
     print(f"lens from {len(paths)} photos: rms {rms:.3f} px, fx {lens.camera_matrix[0, 0]:.1f} px, "
           f"k1 {lens.dist_coeffs[0]:+.4f}")
     return lens, lens.to_config(rms)
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse an output path that cannot be written, before anything is read or written.
+
+    Raises:
+        ValueError: naming the option and the path: a directory, a missing directory (it is not
+            made), a ``--snapshot`` extension OpenCV has no image writer for.
+    """
+    outputs = [("--out", args.out)] + ([("--snapshot", args.snapshot)] if args.snapshot is not None else [])
+    for option, path in outputs:
+        if path.is_dir():
+            raise ValueError(f"{option} {path}: is a directory, not a file")
+        if not path.parent.is_dir():
+            problem = "is not a directory" if path.parent.exists() else "does not exist"
+            raise ValueError(f"{option} {path}: directory {path.parent} {problem}")
+    if args.snapshot is not None and not cv2.haveImageWriter(f"snapshot{args.snapshot.suffix or '.png'}"):
+        raise ValueError(f"--snapshot {args.snapshot}: OpenCV cannot write images with extension "
+                         f"{args.snapshot.suffix!r} (use .png or .jpg)")
+
+
 def _write_image(path: Path, image: np.ndarray) -> None:
-    """Write an image atomically (temporary file + rename), keeping its extension."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write an image atomically (temporary file + rename), keeping its extension.
+
+    Raises:
+        OSError: the folder does not exist or is not writable, the image cannot be encoded.
+    """
     suffix = path.suffix or ".png"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=suffix, dir=path.parent)
     os.close(fd)
@@ -173,8 +219,19 @@ def _write_image(path: Path, image: np.ndarray) -> None:
         raise
 
 
+def _cannot_write(option: str, path: Path, exc: OSError) -> int:
+    """Say that ``path`` could not be written (a folder made read-only meanwhile, a full disk); 2."""
+    print(f"craps-table calibrate: {option} {path}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+    return 2
+
+
 def run(command: str, args: argparse.Namespace) -> int:
     """Run ``craps-table calibrate``. Returns the exit status (see the module docstring)."""
+    try:
+        _check_outputs(args)
+    except ValueError as exc:
+        print(f"craps-table calibrate: {exc}", file=sys.stderr)
+        return 2
     layout_path = _layout_path(args)
     try:
         cfile = load_layout(layout_path)
@@ -182,6 +239,11 @@ def run(command: str, args: argparse.Namespace) -> int:
         option = "--layout " if args.layout is not None else ("--out (read as the layout) "
                                                               if layout_path == args.out else "")
         print(f"craps-table calibrate: {option}{exc}", file=sys.stderr)
+        return 2
+    try:
+        camera_cfg = _camera_config(args)
+    except ValueError as exc:
+        print(f"craps-table calibrate: {exc}", file=sys.stderr)
         return 2
     from camera.lens import LensError
     try:
@@ -193,7 +255,7 @@ def run(command: str, args: argparse.Namespace) -> int:
         print(f"craps-table calibrate: {exc}", file=sys.stderr)
         return 2
     try:
-        images, source_name = grab_frames(args)
+        images, source_name = grab_frames(args, camera_cfg)
     except (ValueError, FrameError, ImportError) as exc:
         print(f"craps-table calibrate: {exc}", file=sys.stderr)
         return 2
@@ -220,14 +282,25 @@ def run(command: str, args: argparse.Namespace) -> int:
                 cv2.polylines(snap, [q], True, (0, 255, 255), 2)
                 cv2.putText(snap, str(i), tuple(int(v) for v in c.mean(axis=0)), cv2.FONT_HERSHEY_SIMPLEX,
                             0.6, (0, 0, 255), 2)
-            _write_image(args.snapshot, snap)
+            try:
+                _write_image(args.snapshot, snap)
+            except OSError as exc:
+                _cannot_write("--snapshot", args.snapshot, exc)
+                return 1
             print(f"craps-table calibrate: frame with the markers found written to {args.snapshot}",
                   file=sys.stderr)
         return 1
     rec = result.record
-    write_calibration(args.out, cfile.model_copy(update={"homography": rec, "lens": lens_cfg}))
-    if args.snapshot is not None:
-        _write_image(args.snapshot, draw_calibration(image, result.calibration, result.corners_px))
+    snapshot = draw_calibration(image, result.calibration, result.corners_px) if args.snapshot is not None else None
+    try:
+        write_calibration(args.out, cfile.model_copy(update={"homography": rec, "lens": lens_cfg}))
+    except OSError as exc:
+        return _cannot_write("--out", args.out, exc)
+    if snapshot is not None:
+        try:
+            _write_image(args.snapshot, snapshot)
+        except OSError as exc:
+            return _cannot_write("--snapshot", args.snapshot, exc)
     centre = result.calibration.zones["playing"].mean(axis=0)
     print(f"calibrated from {source_name} ({rec.image_width}x{rec.image_height}, {len(images)} frame(s)"
           f"{', lens model' if lens is not None else ''}): markers {rec.markers_found}"

@@ -685,7 +685,7 @@ def write_calibration(path: str | Path, cfile: CalibrationFile) -> None:
     a crash leaves the old file or the new one, never half of one.
 
     Raises:
-        OSError: the folder is not writable.
+        OSError: the folder does not exist (it is not made) or is not writable.
     """
     path = Path(path)
     layout = cfile.layout.model_dump(exclude={"markers"})
@@ -708,7 +708,6 @@ def write_calibration(path: str | Path, cfile: CalibrationFile) -> None:
         lines += [*_table("homography", cfile.homography.model_dump()), ""]
     text = "\n".join(lines)
     tomllib.loads(text)  # never write what cannot be read back
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -294,6 +294,7 @@ def test_cli_writes_homography_and_snapshot(example, scene, tmp_path, capsys):
     photo = tmp_path / "table.png"
     cv2.imwrite(str(photo), image)
     out, snap = tmp_path / "cfg" / "calibration.toml", tmp_path / "calib.png"
+    out.parent.mkdir()
     assert _cli(["--source", f"replay:{photo}", "--out", str(out), "--snapshot", str(snap)]) == 0
     printed = capsys.readouterr().out
     assert "markers [0, 1, 2, 3, 4, 5]" in printed and f"wrote {out}" in printed
@@ -354,7 +355,6 @@ def test_cli_unreadable_layout_or_camera_config_exit_2_naming_the_option(example
             ("--camera-config", photo, "not a UTF-8 TOML text file (byte 0: b'\\x89')"),
             ("--camera-config", tmp_path, "is a directory, not a TOML file"),
             ("--camera-config", tmp_path / "none.toml", "no such file")):
-        # --camera-config is read for replay:DIR (a replay:IMAGE is loaded directly)
         assert _cli(["--source", f"replay:{photos}", "--out", str(out), option, str(path)]) == 2
         err = capsys.readouterr().err
         assert f"craps-table calibrate: {option} {path}: {says}" in err, err

@@ -220,4 +220,7 @@ def test_cli_measures_the_lens_and_calibrates_through_it(example, distorted_scen
     assert "lens model" in capsys.readouterr().out
     assert main(argv + ["--lens-images", str(tmp_path / "none*.png")]) == 2
     assert "no such files" in capsys.readouterr().err
-    assert main(argv + ["--lens-images", str(lens_dir / "*.png"), "--board", "nine"]) == 2
+    with pytest.raises(SystemExit) as exc:   # refused by argparse, before any photo is read
+        main(argv + ["--lens-images", str(lens_dir / "*.png"), "--board", "nine"])
+    assert exc.value.code == 2
+    assert "argument --board: expected COLSxROWS inner corners, e.g. 9x6, got 'nine'" in capsys.readouterr().err
