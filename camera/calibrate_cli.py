@@ -35,6 +35,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from camera.argtypes import non_negative_int, positive_float, positive_int
 from camera.base import FrameError
 from camera.imagefile import load_image
 from camera.calibration import (CalibrationError, calibrate, draw_calibration, load_layout,
@@ -63,8 +64,6 @@ def board_size(text: str) -> tuple[int, int]:
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     """Arguments of ``craps-table calibrate``."""
-    from controller.service_cli import non_negative_int, positive_int
-    from vision.cli import positive_float
     parser.add_argument("--source", required=True,
                         help="replay:IMAGE (a photo of the table), replay:DIR|VIDEO, usb:N, usb:/dev/PATH, "
                              "picamera2[:N] or sim[:SCENARIO]")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from controller.boxperson import CurveClientKeys, send_command
 from controller.reasons import STAFF_CALL_REASONS
-from vision.cli import positive_float
+from camera.argtypes import positive_float
 
 
 def positive_seconds(text: str) -> float:

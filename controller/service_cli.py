@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from camera.argtypes import non_negative_int, positive_int
 from camera.base import FrameError, FrameSource
 from camera.errors import BadInputError, CameraUnavailable
 from controller.config import ConfigError, TableConfig, load_config
@@ -49,36 +50,6 @@ _PIN_FACTORIES = {
 
 class SetupError(Exception):
     """Something the service needs cannot be built from config (exit status 2)."""
-
-
-def _int_at_least(low: int, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """argparse ``type`` for an integer >= 0 (a seed); a bad value is reported by argparse
-    naming the option, exit status 2.
-
-    Raises:
-        argparse.ArgumentTypeError: not a whole number, or negative.
-    """
-    return _int_at_least(0, text)
-
-
-def positive_int(text: str) -> int:
-    """argparse ``type`` for an integer >= 1 (a count of rolls, verdicts, rounds); a bad
-    value is reported by argparse naming the option, exit status 2.
-
-    Raises:
-        argparse.ArgumentTypeError: not a whole number, or < 1.
-    """
-    return _int_at_least(1, text)
 
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:

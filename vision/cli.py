@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -22,28 +21,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from camera.argtypes import positive_float
 from camera.base import FrameError
 from camera.imagefile import load_image
-
-
-def positive_float(text: str, unit: str = "") -> float:
-    """argparse ``type`` for a finite number > 0 (``--side-px``; ``craps-table decide
-    --timeout`` with ``unit="seconds"``); a bad value is reported by argparse naming the
-    option, exit status 2.
-
-    Raises:
-        argparse.ArgumentTypeError: not a number, not finite (nan, inf), or <= 0.
-    """
-    what = f"number of {unit}" if unit else "number"
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a {what}, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite {what}, got {text!r}")
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-    return value
 
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
