@@ -1,5 +1,6 @@
 """The dice reader on photos changed as another camera would change them: scaled, set in a
-wider frame, grey, JPEG-compressed, darker, blurred, noisier, turned.
+wider frame (2x and 3x: dice 5 % and 2 % of the long side), grey, JPEG-compressed, darker,
+blurred, noisier, turned.
 
 Reads the *held-out* train photos (``vision.train.data``: every 8th topdown-tray train photo,
 every 6th oblique-webcam train photo; the photos thresholds were chosen on, never trained on)
@@ -75,7 +76,7 @@ def _turned(img: np.ndarray, labels: list[Label]) -> tuple[np.ndarray, list[Labe
 TRANSFORMS: dict[str, Transform] = {
     "id": lambda img, labels: (img, labels),
     "x0.35": _scaled(0.35), "x0.5": _scaled(0.5), "x1.5": _scaled(1.5), "x2.5": _scaled(2.5),
-    "pad2": _framed(2),
+    "pad2": _framed(2), "pad3": _framed(3),
     "grey": _pixels(lambda img: cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)),
     "jpeg30": _pixels(_jpeg(30)),
     "dark": _pixels(lambda img: (img * 0.45).astype(np.uint8)),

@@ -251,3 +251,31 @@ def test_refinement_keeps_a_window_at_its_floor(monkeypatch) -> None:
     _, out = L._refine_unsure(np.zeros((64, 64, 3), np.uint8), probs, found, None, {1: 40.0})
     assert [f[2] for f in out] == [12.0 / 2 ** L.REFINE_STEPS, 40.0]
     assert calls[1] == [6.0, 40.0]
+
+
+def test_dice_two_percent_of_a_large_frame_are_found_without_their_size() -> None:
+    """A golden photo set in a plain frame 3x its size (1920 px, dice ~45 px: 2 % of the long
+    side, below the coarse pass's range): nothing was read (the coarse pass measured the tray);
+    now the frame is read again at smaller die sizes and every die is read right."""
+    photo = DATA / "topdown-tray" / "IMG_20191208_112541.jpg"
+    img = cv2.imread(str(photo))
+    h, w = img.shape[:2]
+    big = np.empty((3 * h, 3 * w, 3), np.uint8)
+    big[:] = np.median(img, axis=(0, 1)).astype(np.uint8)
+    big[h:2 * h, w:2 * w] = img
+    labels = [Label(lb.value, (lb.box[0] + w, lb.box[1] + h, lb.box[2] + w, lb.box[3] + h))
+              for lb in load_labels(photo.with_suffix(".txt"), w, h)]
+    dice = L.read_dice_learned(big)
+    pairs = match(dice, labels)
+    assert sorted((labels[j].value, dice[i].value) for i, j in pairs) == sorted((lb.value, lb.value) for lb in labels)
+    assert [d.value for i, d in enumerate(dice) if i not in {i for i, _ in pairs} and d.value is not None] == []
+
+
+def test_smaller_dice_are_not_the_pips_of_a_die(monkeypatch) -> None:
+    """A size at which two or more dice are read surely, all as 1s, is not taken (the pips of
+    a die the first read was unsure of): the first reading stands."""
+    unsure = [L._reading(50.0, 50.0, 60.0, 0.9, np.array([0.1, 0.1, 0.1, 0.1, 0.5, 0.1, 0.0, 0.9]), None, 0.1, (100, 100))]
+    ones = [L._reading(x, 50.0, 10.0, 0.9, np.array([0.99, 0, 0, 0, 0, 0, 0.01, 0.9]), 1, 0.99, (100, 100))
+            for x in (40.0, 60.0)]
+    monkeypatch.setattr(L, "_read", lambda img, side, fallback: ones if side else unsure)
+    assert L.read_dice_learned(np.zeros((400, 400, 3), np.uint8)) == unsure
