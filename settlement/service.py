@@ -507,7 +507,8 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     """Arguments of ``craps-table settle-service``."""
     parser.add_argument("--profile", default="ny-5324", help="profile NAME or path (default ny-5324)")
     parser.add_argument("--bus-dir", required=True, type=Path,
-                        help="directory of a local bus (BusConfig.local: ipc sockets, journal, keys)")
+                        help="directory of a table's local bus (BusConfig.local: ipc sockets, journal, keys/); "
+                             "it must exist and hold the keys (craps-table keys generate ... --dir DIR/keys)")
     parser.add_argument("--ledger", required=True, type=Path, help="SQLite ledger file")
     parser.add_argument("--players", type=Path, help="JSON file: a list of test players (default: 4 line bettors)")
     parser.add_argument("--max-rolls", type=int, help="stop after settling this many rolls")
@@ -516,12 +517,14 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
 def run(command: str, args: argparse.Namespace) -> int:
     """Entry point of ``craps-table settle-service``. Returns the exit status."""
     from bus.config import BusConfig
+    from bus.keys import BusKeyError
     try:
         prof = load_profile(args.profile)
         players = load_players(args.players) if args.players else DEFAULT_PLAYERS
+        # a subscriber never makes the table's keys; checked before the ledger file is created
+        cfg = BusConfig.local(args.bus_dir, make_keys=False)
         Session(prof, args.ledger).close()   # a ledger that is not usable (or of another profile): exit 2 now
-        cfg = BusConfig.local(args.bus_dir)
-    except (ProfileError, ValueError, OSError) as exc:
+    except (ProfileError, ValueError, OSError, BusKeyError) as exc:
         print(f"craps-table settle-service: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()
@@ -536,4 +539,7 @@ def run(command: str, args: argparse.Namespace) -> int:
     except (RollMessageError, BusError) as exc:   # needs an operator: said, not a traceback
         print(f"craps-table settle-service: stopped: {exc}", file=sys.stderr)
         return 1
+    except BusKeyError as exc:   # a key file there but unreadable (empty, not a certificate)
+        print(f"craps-table settle-service: {exc}", file=sys.stderr)
+        return 2
     return 0

@@ -377,7 +377,10 @@ def test_settle_service_refuses_an_unusable_ledger_with_exit_2(tmp_path: Path, c
         ledger = tmp_path / "missing" / "ledger.sqlite"
         why = "unable to open database file"
     bus_dir = tmp_path / "bus"
+    BusConfig.local(bus_dir)   # the table's local bus, with its keys
+    before = sorted(p.relative_to(bus_dir) for p in bus_dir.rglob("*"))
     assert main(["settle-service", "--bus-dir", str(bus_dir), "--ledger", str(ledger), "--max-rolls", "0"]) == 2
     err = capsys.readouterr().err
     assert f"craps-table settle-service: ledger {ledger}: {why}" in err
-    assert "waiting for rolls" not in err and not bus_dir.exists()
+    assert "waiting for rolls" not in err
+    assert sorted(p.relative_to(bus_dir) for p in bus_dir.rglob("*")) == before
