@@ -67,3 +67,65 @@ def test_the_demo_s_local_bus_still_makes_its_keys(tmp_path: Path):
     cfg = BusConfig.local(tmp_path / "demo-bus")
     assert (cfg.keys_dir / "table.ed25519").is_file() and (cfg.keys_dir / "settlement.key_secret").is_file()
     assert BusConfig.local(tmp_path / "demo-bus", make_keys=False) == cfg
+
+
+# ---- --config: the bus of a table started with craps-table run --config PATH ----------------
+
+def _roll(d1: int, d2: int) -> dict:
+    return {"roll_id": f"r{d1}{d2}", "verdict": "roll", "reason": None, "dice": [d1, d2], "total": d1 + d2,
+            "game": {"shooter": 1, "shooter_roll": 1, "come_out": True, "point": None, "puck": "OFF",
+                     "outcome": None}, "frame_sha256": "0" * 64, "decision": None}
+
+
+def test_settle_service_with_the_table_config_settles_a_roll_of_that_table(tmp_path: Path):
+    from bus.keys import ensure_keys
+    from bus.publisher import RollPublisher
+    from controller.config import load_config
+    from tableconfig import write_test_config
+
+    config = write_test_config(tmp_path)          # [bus]: loopback tcp endpoints, tmp_path/keys
+    bus = load_config(config).bus
+    assert bus.pub_endpoint.startswith("tcp://127.0.0.1:")
+    ensure_keys(bus.keys_dir, table=bus.table_key, subscriber=bus.subscriber_key, authorized_dir=bus.allow_dir)
+    ledger = tmp_path / "ledger.sqlite"
+    pub = RollPublisher(bus)                      # the table's side of that bus
+    try:
+        pub.publish("roll", _roll(5, 6))          # a natural 11; journalled: replayed to a late subscriber
+        p = settle_service("--config", str(config), "--ledger", str(ledger), "--max-rolls", "1")
+    finally:
+        pub.close()
+    assert p.returncode == 0, p.stderr
+    assert f"bus {bus.pub_endpoint}, ledger {ledger}: waiting for rolls" in p.stderr
+    settled = [x for x in p.stdout.splitlines() if x.startswith("settle seq=1 dice=5-6 ")]
+    assert any("p1 pass stake $10.00 wins $10.00" in x for x in settled), p.stdout
+    assert any("p2 dont_pass stake $10.00 loses" in x for x in settled), p.stdout
+
+
+def test_settle_service_config_without_keys_is_exit_2_naming_the_config_and_the_keys_dir(tmp_path: Path):
+    from tableconfig import write_test_config
+
+    keys = tmp_path / "my keys"
+    config = write_test_config(tmp_path, keys_dir=keys)
+    ledger = tmp_path / "ledger.sqlite"
+    p = settle_service("--config", str(config), "--ledger", str(ledger))
+    assert p.returncode == 2
+    assert f"craps-table settle-service: {config}: bus.keys_dir {keys} does not exist; make the keys with " \
+           f"`craps-table keys generate table --dir {keys}`" in p.stderr
+    assert not keys.exists() and not ledger.exists() and "waiting for rolls" not in p.stderr
+
+
+def test_settle_service_names_a_bad_config_key(tmp_path: Path):
+    from tableconfig import write_test_config
+
+    config = write_test_config(tmp_path)
+    config.write_text(config.read_text().replace("hwm = 1000", "hwm = 0"))
+    p = settle_service("--config", str(config), "--ledger", str(tmp_path / "l.sqlite"))
+    assert p.returncode == 2 and "bus.hwm" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_bus_dir_and_config_are_one_or_the_other(tmp_path: Path):
+    p = settle_service("--bus-dir", str(tmp_path), "--config", str(tmp_path / "t.toml"), "--ledger", "l.sqlite")
+    assert p.returncode == 2
+    assert "argument --config: not allowed with argument --bus-dir" in p.stderr
+    p = settle_service("--ledger", "l.sqlite")
+    assert p.returncode == 2 and "one of the arguments --bus-dir --config is required" in p.stderr
