@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bus.config import BusConfig
 from controller.cli import main
 
@@ -129,3 +131,16 @@ def test_bus_dir_and_config_are_one_or_the_other(tmp_path: Path):
     assert "argument --config: not allowed with argument --bus-dir" in p.stderr
     p = settle_service("--ledger", "l.sqlite")
     assert p.returncode == 2 and "one of the arguments --bus-dir --config is required" in p.stderr
+
+
+# ---- --max-rolls --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, says", [("0", "must be >= 1, got 0"), ("-1", "must be >= 1, got -1"),
+                                         ("two", "expected a whole number, got 'two'")])
+def test_max_rolls_below_one_is_exit_2_naming_the_option(tmp_path: Path, value: str, says: str):
+    bus_dir = tmp_path / "bus"
+    BusConfig.local(bus_dir)   # a usable bus: only the option is wrong
+    p = settle_service("--bus-dir", str(bus_dir), "--ledger", str(tmp_path / "l.sqlite"), f"--max-rolls={value}")
+    assert p.returncode == 2
+    assert f"argument --max-rolls: {says}" in p.stderr
+    assert "waiting for rolls" not in p.stderr and not (tmp_path / "l.sqlite").exists()
