@@ -92,7 +92,8 @@ class BusConfig(BaseModel):
         return self.authorized_dir if self.authorized_dir is not None else self.keys_dir / "authorized"
 
     @classmethod
-    def local(cls, directory: Path, *, transport: str = "ipc", **overrides) -> "BusConfig":
+    def local(cls, directory: Path, *, transport: str = "ipc", make_keys: bool = True,
+              **overrides) -> "BusConfig":
         """A ready-to-use config for a demo or test: everything under ``directory``.
 
         Creates ``directory``, generates the table and settlement keys there if absent
@@ -102,10 +103,15 @@ class BusConfig(BaseModel):
             directory: a writable directory (created if missing).
             transport: ``"ipc"`` (sockets ``directory/bus.pub``, ``directory/bus.replay``) or
                 ``"tcp"`` (two free ports on 127.0.0.1, chosen now).
+            make_keys: false for a subscriber joining a table's existing bus directory: nothing
+                is created (never the table's keys), and ``directory`` must exist and hold the
+                keys a subscriber needs (:func:`bus.keys.missing_subscriber_keys`).
             overrides: any other field of :class:`BusConfig`.
         Raises:
             ValueError: unknown transport, or a directory too deep for ipc socket paths;
-                pydantic.ValidationError: bad override.
+                pydantic.ValidationError: bad override; bus.keys.BusKeyError (``make_keys``
+                false): ``directory`` does not exist or lacks keys (the message names what is
+                missing and the ``craps-table keys`` commands that make it).
         """
         from bus.keys import ensure_keys
 
@@ -125,6 +131,17 @@ class BusConfig(BaseModel):
         fields = {"journal_path": directory / "journal.sqlite", "keys_dir": directory / "keys", **eps}
         fields.update(overrides)
         cfg = cls(**fields)
+        if not make_keys:
+            from bus.keys import BusKeyError, missing_subscriber_keys, subscriber_key_steps
+
+            if not directory.is_dir():
+                raise BusKeyError(f"bus directory {directory} does not exist (a local bus directory holds the "
+                                  f"table's ipc sockets, journal and keys/); make its keys with "
+                                  f"{subscriber_key_steps(cfg, table=True, subscriber=True)}")
+            problem = missing_subscriber_keys(cfg)
+            if problem is not None:
+                raise BusKeyError(f"bus directory {directory}: {problem}")
+            return cfg
         directory.mkdir(parents=True, exist_ok=True)
         ensure_keys(cfg.keys_dir, table=cfg.table_key, subscriber=cfg.subscriber_key,
                     authorized_dir=cfg.allow_dir)

@@ -139,6 +139,40 @@ def ensure_keys(directory: Path, *, table: str = "table", subscriber: str = "set
     return out
 
 
+def subscriber_key_steps(bus_cfg, *, table: bool, subscriber: bool) -> str:
+    """The ``craps-table keys`` commands (bus/cli.py) that make the table's key set (``table``)
+    and the subscriber's, put into the allow-list (``subscriber``), in ``bus_cfg.keys_dir``."""
+    keys_dir = Path(bus_cfg.keys_dir)
+    steps = []
+    if table:
+        steps.append(f"`craps-table keys generate {bus_cfg.table_key} --dir {keys_dir}`")
+    if subscriber:
+        steps.append(f"`craps-table keys generate {bus_cfg.subscriber_key} --dir {keys_dir} --authorize`")
+    return " and then ".join(steps)
+
+
+def missing_subscriber_keys(bus_cfg) -> str | None:
+    """What a subscriber of the bus ``bus_cfg`` (a :class:`bus.config.BusConfig`) lacks of the key
+    files it reads (the table's CURVE public certificate and Ed25519 verify key, its own CURVE
+    secret certificate) and the commands that make them; ``None`` when nothing is missing.
+
+    Nothing is created: a subscriber never makes the table's keys (a new table key would match
+    no running table, and a subscriber would hold the table's secret signing key).
+    """
+    keys_dir = Path(bus_cfg.keys_dir)
+    if not keys_dir.is_dir():
+        return (f"bus.keys_dir {keys_dir} does not exist; make the keys with "
+                + subscriber_key_steps(bus_cfg, table=True, subscriber=True))
+    table = key_files(keys_dir, bus_cfg.table_key)
+    sub = key_files(keys_dir, bus_cfg.subscriber_key)
+    no_table = [p.name for p in (table.curve_public, table.sign_public) if not p.is_file()]
+    no_sub = [p.name for p in (sub.curve_secret,) if not p.is_file()]
+    if not no_table and not no_sub:
+        return None
+    return (f"bus.keys_dir {keys_dir}: missing {', '.join(no_table + no_sub)}; make the keys with "
+            + subscriber_key_steps(bus_cfg, table=bool(no_table), subscriber=bool(no_sub)))
+
+
 def load_curve_public(path: Path) -> bytes:
     """The Z85 CURVE public key (40 bytes) in a certificate file.
 

@@ -78,7 +78,7 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
                              "throws ([rounds], firmware bridge or a simulated MCU); live: stadium rounds, "
                              "bets close at the first motion")
     parser.add_argument("--max-rounds", type=positive_int, default=None,
-                        help="--mode automated|live: stop after N rounds")
+                        help="stop after N rounds (needs --mode automated or live)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -88,6 +88,11 @@ def run(command: str, args: argparse.Namespace) -> int:
         from controller.demo import run_demo
 
         return run_demo(args)
+    if getattr(args, "max_rounds", None) is not None and getattr(args, "mode", "table") == "table":
+        # --mode table (the default) has no rounds to count: the limit would be ignored
+        print("craps-table run: --max-rounds needs --mode automated or live (--mode table, the default, "
+              "plays no rounds; use --max-verdicts to stop after N verdicts)", file=sys.stderr)
+        return 2
     from controller.jsonlog import setup_logging
 
     root = logging.getLogger()

@@ -20,8 +20,8 @@ roll whose seq was already applied settles nothing (idempotent). See docs/wagers
 
 Exit status: 0; 2 for bad input (profile missing or wrong key, a line that is not a JSON
 object, an unknown line type, dice that are not two integers 1..6, a bad shooter change, a
-``working`` or ``decide_only`` line whose ``on`` is not true/false, a seq out of order). The
-whole file is checked before anything is printed.
+``working`` or ``decide_only`` line whose ``on`` is not true/false, a ``working`` key that is not
+true/false on any line, a seq out of order). The whole file is checked before anything is printed.
 """
 from __future__ import annotations
 
@@ -101,6 +101,8 @@ def parse_scenario(lines, name: str = "scenario") -> list[tuple[int, dict]]:
                                 f"not {ev.get('change')!r}")
         if typ in ("working", "decide_only") and not isinstance(ev.get("on"), bool):
             raise ScenarioError(f"{name}:{i}: {typ} 'on' must be true or false, not {ev.get('on')!r}")
+        if "working" in ev and not isinstance(ev["working"], bool):   # as 'on' above: malformed, not a rejection
+            raise ScenarioError(f"{name}:{i}: {typ} 'working' must be true or false, not {ev['working']!r}")
         events.append((i, ev))
     return events
 

@@ -282,7 +282,8 @@ class Table:
         amount = req.get("amount")
         if not for_remove or amount is not None:
             if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
-                raise Rejected(f"'amount' must be a positive integer of cents, not {amount!r}", prof.cite("limits"))
+                # the input format (docs/wagers.md), as a missing 'player': no regulation or table limit
+                raise Rejected(f"'amount' must be a positive integer of cents, not {amount!r}", "docs/wagers.md")
         epoch = self.state.shooter if kind in _FIXED else 0
         return Wager(0, player, kind, amount or 0, number, base, dice, working, 0, frozenset(), epoch)
 
@@ -425,7 +426,8 @@ class Table:
         Raises:
             Rejected: no such wager; pass/come after its point ((c)(3)(i)); a fire bet
                 ((c)(3)(ii)); a bonus craps bet reduced rather than removed whole ((c)(3)(iii));
-                amount larger than the wager.
+                amount larger than the wager (the profile's ``removal`` paragraph, what may be
+                reduced: 9 NYCRR 5324.52(c)(3); else its ``removal_line``).
         """
         prof = self.prof
         w = self._lookup(req)
@@ -439,7 +441,8 @@ class Table:
             raise Rejected(f"a {w.kind} bet, once made, shall not be reduced (it may be removed whole)",
                            prof.cite("removal_fixed"))
         if amount is not None and amount > w.amount:
-            raise Rejected(f"cannot reduce a {w.amount}-cent {w.kind} bet by {amount}", prof.cite("removal_line"))
+            raise Rejected(f"cannot reduce a {w.amount}-cent {w.kind} bet by {amount}",
+                           prof.cite("removal", prof.cite("removal_line")))
         left = w.amount - (amount or w.amount)
         vig_left = vig_for(w.kind, left, w.number, prof) if (left and w.vig_paid) else 0
         refund = (w.amount - left) + (w.vig_paid - vig_left)

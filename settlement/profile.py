@@ -226,7 +226,8 @@ class Settlement(_Strict):
 REQUIRED_CITES = ("permitted", "limits", "units", "odds", "removal_line", "removal_fixed",
                   "dont_no_increase", "working", "pays")
 #: every rule the engine cites (``Profile.cite``): the required ones and these
-_CITE_RULES = frozenset(REQUIRED_CITES) | {"decide_only", "hop", "place", "place_on_point", "shooter_change"}
+_CITE_RULES = frozenset(REQUIRED_CITES) | {"decide_only", "hop", "place", "place_on_point", "shooter_change",
+                                           "removal"}
 #: every key a ``[settlement.cite]`` table may give: a rule, a wager name, or a rule of one wager
 #: (``pays.<wager>``, ``limits.<wager>``, ``removal_line.<wager>``)
 CITE_KEYS = _CITE_RULES | set(KINDS) | {f"{rule}.{k}" for rule in ("pays", "limits", "removal_line") for k in KINDS}

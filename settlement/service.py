@@ -1,5 +1,10 @@
 """``craps-table settle-service``: settle the line bets of test players as rolls arrive.
 
+    craps-table settle-service --config config/table.toml --ledger FILE   # the table's [bus]
+    craps-table settle-service --bus-dir DIR --ledger FILE                # a BusConfig.local(DIR) bus
+
+Either way the keys must exist (a subscriber creates none); see docs/bus.md.
+
 A subscriber of the roll bus (:class:`bus.subscriber.RollSubscriber`). For every envelope
 in sequence order:
 
@@ -506,22 +511,50 @@ def _bet(sess, bettor: LineBettor, on_line) -> None:
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     """Arguments of ``craps-table settle-service``."""
     parser.add_argument("--profile", default="ny-5324", help="profile NAME or path (default ny-5324)")
-    parser.add_argument("--bus-dir", required=True, type=Path,
-                        help="directory of a local bus (BusConfig.local: ipc sockets, journal, keys)")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bus-dir", type=Path,
+                       help="directory of a table's local bus (BusConfig.local: ipc sockets, journal, keys/); "
+                            "it must exist and hold the keys (craps-table keys generate ... --dir DIR/keys)")
+    where.add_argument("--config", type=Path,
+                       help="the table's config file (craps-table run --config PATH): its [bus] endpoints, "
+                            "table id and keys_dir")
     parser.add_argument("--ledger", required=True, type=Path, help="SQLite ledger file")
     parser.add_argument("--players", type=Path, help="JSON file: a list of test players (default: 4 line bettors)")
-    parser.add_argument("--max-rolls", type=int, help="stop after settling this many rolls")
+    from controller.service_cli import positive_int   # 0 or less: argparse names the option, exit 2
+
+    parser.add_argument("--max-rolls", type=positive_int, help="stop after settling this many rolls (>= 1)")
+
+
+def _table_bus(config: Path):
+    """The ``[bus]`` of the table config ``config`` (:func:`controller.config.load_config`), its
+    keys checked as a subscriber reads them (nothing is created).
+
+    Raises:
+        controller.config.ConfigError: unreadable config, wrong key or value (named).
+        bus.keys.BusKeyError: the keys directory lacks a file the subscriber reads (named, with
+            the ``craps-table keys`` commands that make it).
+    """
+    from bus.keys import BusKeyError, missing_subscriber_keys
+    from controller.config import load_config
+
+    cfg = load_config(config).bus
+    problem = missing_subscriber_keys(cfg)
+    if problem is not None:
+        raise BusKeyError(f"{config}: {problem}")
+    return cfg
 
 
 def run(command: str, args: argparse.Namespace) -> int:
     """Entry point of ``craps-table settle-service``. Returns the exit status."""
     from bus.config import BusConfig
+    from bus.keys import BusKeyError
     try:
         prof = load_profile(args.profile)
         players = load_players(args.players) if args.players else DEFAULT_PLAYERS
+        # a subscriber never makes the table's keys; checked before the ledger file is created
+        cfg = _table_bus(args.config) if args.config is not None else BusConfig.local(args.bus_dir, make_keys=False)
         Session(prof, args.ledger).close()   # a ledger that is not usable (or of another profile): exit 2 now
-        cfg = BusConfig.local(args.bus_dir)
-    except (ProfileError, ValueError, OSError) as exc:
+    except (ProfileError, ValueError, OSError, BusKeyError) as exc:
         print(f"craps-table settle-service: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()
@@ -536,4 +569,7 @@ def run(command: str, args: argparse.Namespace) -> int:
     except (RollMessageError, BusError) as exc:   # needs an operator: said, not a traceback
         print(f"craps-table settle-service: stopped: {exc}", file=sys.stderr)
         return 1
+    except BusKeyError as exc:   # a key file there but unreadable (empty, not a certificate)
+        print(f"craps-table settle-service: {exc}", file=sys.stderr)
+        return 2
     return 0

@@ -34,3 +34,20 @@ def test_good_values_are_parsed() -> None:
     service_cli.add_arguments("run", p)
     args = p.parse_args(["--max-verdicts", "1", "--max-rounds", "7"])
     assert (args.max_verdicts, args.max_rounds) == (1, 7)
+
+
+@pytest.mark.parametrize("mode", [[], ["--mode", "table"]])
+def test_max_rounds_without_a_round_mode_is_exit_2(tmp_path, capsys, mode) -> None:
+    """--max-rounds with --mode table (the default) was ignored: the service ran until
+    interrupted. Refused before anything starts."""
+    from pathlib import Path
+
+    from tableconfig import write_test_config
+
+    config = write_test_config(tmp_path)
+    folder = Path(__file__).resolve().parent / "data" / "dice" / "topdown-tray"
+    assert main(["run", "--config", str(config), "--source", f"replay:{folder}", "--max-verdicts", "1",
+                 "--max-rounds", "2", *mode]) == 2
+    err = capsys.readouterr().err
+    assert "craps-table run: --max-rounds needs --mode automated or live" in err
+    assert "bus.keys_dir" not in err and not (tmp_path / "state.sqlite").exists()

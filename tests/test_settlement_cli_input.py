@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
+
 from controller.cli import main
 
 
@@ -138,3 +140,27 @@ def test_a_roll_without_seq_after_the_largest_seq_exits_2(tmp_path, capsys):
     cap = capsys.readouterr()
     assert cap.out == ""
     assert "s.jsonl:2: roll without a seq after seq 9223372036854775807" in cap.err
+
+
+@pytest.mark.parametrize("line", [
+    {"type": "bet", "player": "p", "bet": "place", "number": 8, "amount": 600, "working": "yes"},
+    {"type": "bet", "player": "p", "bet": "place", "number": 8, "amount": 600, "working": 1},
+    {"type": "bet", "player": "p", "bet": "place", "number": 8, "amount": 600, "working": None},
+    {"type": "working", "player": "p", "bet": "place", "number": 8, "on": True, "working": "on"},
+    {"type": "remove", "player": "p", "bet": "place", "number": 8, "working": 0},
+])
+def test_a_working_value_not_true_or_false_exits_2_on_any_line_before_printing_or_writing(tmp_path, capsys, line):
+    """A bad 'working' on a bet line was a "rejected" record while a bad 'on' on a working line
+    stopped the run: both are malformed input, exit 2 naming file:line, nothing printed or written."""
+    ledger = tmp_path / "ledger.sqlite"
+    scen = _write(tmp_path / "s.jsonl", [
+        {"type": "bet", "player": "p", "bet": "pass", "amount": 1000},
+        {"type": "roll", "dice": [3, 3]},
+        line,
+        {"type": "roll", "dice": [4, 4]},
+    ])
+    assert main(["settle", "--profile", "ny-5324", "--ledger", str(ledger), str(scen)]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and not ledger.exists()
+    assert f"craps-table settle: {scen}:3: {line['type']} 'working' must be true or false, not " \
+           f"{line['working']!r}" in cap.err

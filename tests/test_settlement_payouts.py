@@ -370,10 +370,30 @@ def test_rejections_name_the_rule():
     rules = [r["rule"] for r in rejected(out)]
     assert rules[:3] == ["9 NYCRR 5324.52(b)(1)", "9 NYCRR 5324.52(c)(3)(i)", "9 NYCRR 5324.52(e)(4)"]
     assert "unknown wager" in rejected(out)[3]["reason"]
-    assert rules[4:] == ["9 NYCRR 5324.52(b)(5)", "table limits (rules of games notice, 9 NYCRR 5323.13)"]
+    assert rules[4:] == ["9 NYCRR 5324.52(b)(5)", "docs/wagers.md"]   # amount 0: the input format
     assert len(rules) == 6
     assert rejected(run("nj-13-47", [bet("p", "pass", 500), roll(2, 2), bet("p", "odds", 500, base="pass")]))[0][
         "rule"] == "N.J.A.C. 13:47-20.25(h)1"
+
+
+def test_malformed_amount_and_over_reduction_cite_what_the_text_says():
+    """A malformed amount cited "table limits (rules of games notice, 9 NYCRR 5323.13)": no
+    paragraph of the regulations texts says anything of it (it is the input format, as a missing
+    player). Reducing odds by more than the wager cited (c)(3)(i), the pass/come lock: the
+    paragraph on reducing any wager is (c)(3), "A wager made on any bet may be removed or
+    reduced at any time prior to a roll that decides the outcome of such wager"."""
+    out = run("ny-5324", [
+        bet("p", "pass", 1000), roll(2, 2), bet("p", "odds", 2000, base="pass"),
+        {"type": "remove", "player": "p", "bet": "odds", "base": "pass", "amount": 2500},
+        {"type": "remove", "player": "p", "bet": "odds", "base": "pass", "amount": "500"},
+        bet("p", "field", -100),
+        bet("p", "field", 1.5),
+    ])
+    rej = rejected(out)
+    assert [(r["line"], r["rule"]) for r in rej] == [
+        (4, "9 NYCRR 5324.52(c)(3)"), (5, "docs/wagers.md"), (6, "docs/wagers.md"), (7, "docs/wagers.md")]
+    assert rej[0]["reason"] == "cannot reduce a 2000-cent odds bet by 2500 (9 NYCRR 5324.52(c)(3))"
+    assert not any("5323.13" in r["reason"] for r in rej)
 
 
 def test_dont_pass_reduced_may_not_be_increased():

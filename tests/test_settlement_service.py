@@ -348,7 +348,7 @@ def test_settle_service_refuses_a_wrong_players_file_with_exit_2_before_starting
     f = _players_file(tmp_path, [{"name": "p1", "bet": "pass", "amount": 1000, "odds": "2"}])
     ledger, bus_dir = tmp_path / "ledger.sqlite", tmp_path / "bus"
     assert main(["settle-service", "--bus-dir", str(bus_dir), "--ledger", str(ledger), "--players", str(f),
-                 "--max-rolls", "0"]) == 2
+                 "--max-rolls", "1"]) == 2
     err = capsys.readouterr().err
     assert f"craps-table settle-service: {f}: player 0 ('p1'): odds: Input should be a valid integer (got '2')" in err
     assert "waiting for rolls" not in err
@@ -361,7 +361,7 @@ def test_settle_service_names_a_players_file_that_is_not_json(tmp_path: Path, ca
     f = tmp_path / "players.json"
     f.write_text('[{"name": "p1",')
     assert main(["settle-service", "--bus-dir", str(tmp_path / "bus"), "--ledger", str(tmp_path / "l.sqlite"),
-                 "--players", str(f), "--max-rolls", "0"]) == 2
+                 "--players", str(f), "--max-rolls", "1"]) == 2
     assert f"craps-table settle-service: {f}: not valid JSON: " in capsys.readouterr().err
 
 
@@ -377,7 +377,10 @@ def test_settle_service_refuses_an_unusable_ledger_with_exit_2(tmp_path: Path, c
         ledger = tmp_path / "missing" / "ledger.sqlite"
         why = "unable to open database file"
     bus_dir = tmp_path / "bus"
-    assert main(["settle-service", "--bus-dir", str(bus_dir), "--ledger", str(ledger), "--max-rolls", "0"]) == 2
+    BusConfig.local(bus_dir)   # the table's local bus, with its keys
+    before = sorted(p.relative_to(bus_dir) for p in bus_dir.rglob("*"))
+    assert main(["settle-service", "--bus-dir", str(bus_dir), "--ledger", str(ledger), "--max-rolls", "1"]) == 2
     err = capsys.readouterr().err
     assert f"craps-table settle-service: ledger {ledger}: {why}" in err
-    assert "waiting for rolls" not in err and not bus_dir.exists()
+    assert "waiting for rolls" not in err
+    assert sorted(p.relative_to(bus_dir) for p in bus_dir.rglob("*")) == before

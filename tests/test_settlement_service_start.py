@@ -11,7 +11,10 @@ import time
 
 
 def test_settle_service_announces_what_it_waits_for_and_stops_on_sigterm(tmp_path):
+    from bus.config import BusConfig
+
     bus_dir = tmp_path / "bus"
+    BusConfig.local(bus_dir)   # the table's local bus and its keys (settle-service makes none)
     ledger = tmp_path / "ledger.sqlite"
     p = subprocess.Popen([sys.executable, "-m", "controller.cli", "settle-service", "--bus-dir", str(bus_dir),
                           "--ledger", str(ledger)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
