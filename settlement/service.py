@@ -520,7 +520,7 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
                             "table id and keys_dir")
     parser.add_argument("--ledger", required=True, type=Path, help="SQLite ledger file")
     parser.add_argument("--players", type=Path, help="JSON file: a list of test players (default: 4 line bettors)")
-    from controller.service_cli import positive_int   # 0 or less: argparse names the option, exit 2
+    from camera.argtypes import positive_int   # 0 or less: argparse names the option, exit 2
 
     parser.add_argument("--max-rolls", type=positive_int, help="stop after settling this many rolls (>= 1)")
 
