@@ -60,6 +60,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Literal
 
+from camera.argtypes import positive_int
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .engine import Rejected
@@ -520,8 +521,6 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
                             "table id and keys_dir")
     parser.add_argument("--ledger", required=True, type=Path, help="SQLite ledger file")
     parser.add_argument("--players", type=Path, help="JSON file: a list of test players (default: 4 line bettors)")
-    from camera.argtypes import positive_int   # 0 or less: argparse names the option, exit 2
-
     parser.add_argument("--max-rolls", type=positive_int, help="stop after settling this many rolls (>= 1)")
 
 
