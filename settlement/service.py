@@ -60,8 +60,9 @@ import threading
 from pathlib import Path
 from typing import Callable, Literal
 
-from camera.argtypes import positive_int
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from camera.argtypes import positive_int
 
 from .engine import Rejected
 from .ledger import DuplicateRoll, Session
