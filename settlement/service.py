@@ -512,7 +512,8 @@ def _bet(sess, bettor: LineBettor, on_line) -> None:
 
 def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     """Arguments of ``craps-table settle-service``."""
-    parser.add_argument("--profile", default="ny-5324", help="profile NAME or path (default ny-5324)")
+    parser.add_argument("--profile", default=None,
+                        help="profile NAME or path (default: with --config, its [settlement] profile; else ny-5324)")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--bus-dir", type=Path,
                        help="directory of a table's local bus (BusConfig.local: ipc sockets, journal, keys/); "
@@ -525,9 +526,9 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-rolls", type=positive_int, help="stop after settling this many rolls (>= 1)")
 
 
-def _table_bus(config: Path):
-    """The ``[bus]`` of the table config ``config`` (:func:`controller.config.load_config`), its
-    keys checked as a subscriber reads them (nothing is created).
+def _table_config(config: Path):
+    """The table config ``config`` (:func:`controller.config.load_config`), its ``[bus]`` keys
+    checked as a subscriber reads them (nothing is created).
 
     Raises:
         controller.config.ConfigError: unreadable config, wrong key or value (named).
@@ -537,11 +538,11 @@ def _table_bus(config: Path):
     from bus.keys import BusKeyError, missing_subscriber_keys
     from controller.config import load_config
 
-    cfg = load_config(config).bus
-    problem = missing_subscriber_keys(cfg)
+    table = load_config(config)
+    problem = missing_subscriber_keys(table.bus)
     if problem is not None:
         raise BusKeyError(f"{config}: {problem}")
-    return cfg
+    return table
 
 
 def run(command: str, args: argparse.Namespace) -> int:
@@ -549,10 +550,18 @@ def run(command: str, args: argparse.Namespace) -> int:
     from bus.config import BusConfig
     from bus.keys import BusKeyError
     try:
-        prof = load_profile(args.profile)
-        players = load_players(args.players) if args.players else DEFAULT_PLAYERS
         # a subscriber never makes the table's keys; checked before the ledger file is created
-        cfg = _table_bus(args.config) if args.config is not None else BusConfig.local(args.bus_dir, make_keys=False)
+        table = _table_config(args.config) if args.config is not None else None
+        cfg = table.bus if table is not None else BusConfig.local(args.bus_dir, make_keys=False)
+        # with --config, the table's own pay tables and players unless given: a table configured
+        # for nj-13-47 must not be settled on ny-5324's by default
+        prof = load_profile(args.profile or (table.settlement.profile if table is not None else "ny-5324"))
+        if args.players:
+            players = load_players(args.players)
+        elif table is not None and table.settlement.players:
+            players = normalize_players(table.settlement.players, where=f"{args.config} [settlement.players]")
+        else:
+            players = DEFAULT_PLAYERS
         Session(prof, args.ledger).close()   # a ledger that is not usable (or of another profile): exit 2 now
     except (ProfileError, ValueError, OSError, BusKeyError) as exc:
         print(f"craps-table settle-service: {exc}", file=sys.stderr)

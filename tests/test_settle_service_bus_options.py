@@ -99,8 +99,39 @@ def test_settle_service_with_the_table_config_settles_a_roll_of_that_table(tmp_p
     assert p.returncode == 0, p.stderr
     assert f"bus {bus.pub_endpoint}, ledger {ledger}: waiting for rolls" in p.stderr
     settled = [x for x in p.stdout.splitlines() if x.startswith("settle seq=1 dice=5-6 ")]
-    assert any("p1 pass stake $10.00 wins $10.00" in x for x in settled), p.stdout
-    assert any("p2 dont_pass stake $10.00 loses" in x for x in settled), p.stdout
+    # the config's own [settlement.players] (alice, bob), not the service's four default bettors
+    assert any("alice pass stake $10.00 wins $10.00" in x for x in settled), p.stdout
+    assert any("bob dont_pass stake $5.00 loses" in x for x in settled), p.stdout
+    assert "p1 " not in p.stdout
+    assert "profile ny-5324," in p.stderr
+
+
+def test_settle_service_with_a_config_settles_on_its_profile_unless_given(tmp_path: Path):
+    """A table configured for nj-13-47 ([settlement] profile) is settled on nj-13-47's pay
+    tables by `settle-service --config`, not on the default ny-5324's; --profile still wins."""
+    from bus.keys import ensure_keys
+    from bus.publisher import RollPublisher
+    from controller.config import load_config
+    from tableconfig import write_test_config
+
+    config = write_test_config(tmp_path)
+    text = config.read_text()
+    head, sep, tail = text.partition("[settlement]\n")
+    assert sep and 'profile = "ny-5324"' in tail
+    config.write_text(head + sep + tail.replace('profile = "ny-5324"', 'profile = "nj-13-47"', 1))
+    bus = load_config(config).bus
+    ensure_keys(bus.keys_dir, table=bus.table_key, subscriber=bus.subscriber_key, authorized_dir=bus.allow_dir)
+    pub = RollPublisher(bus)
+    try:
+        pub.publish("roll", _roll(5, 6))          # journalled: each subscriber below settles it
+        p = settle_service("--config", str(config), "--ledger", str(tmp_path / "a.sqlite"), "--max-rolls", "1")
+        q = settle_service("--config", str(config), "--profile", "ny-4620", "--ledger", str(tmp_path / "b.sqlite"),
+                           "--max-rolls", "1")
+    finally:
+        pub.close()
+    assert p.returncode == 0 and q.returncode == 0, p.stderr + q.stderr
+    assert "craps-table settle-service: profile nj-13-47," in p.stderr
+    assert "craps-table settle-service: profile ny-4620," in q.stderr
 
 
 def test_settle_service_config_without_keys_is_exit_2_naming_the_config_and_the_keys_dir(tmp_path: Path):
