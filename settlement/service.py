@@ -526,33 +526,29 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-rolls", type=positive_int, help="stop after settling this many rolls (>= 1)")
 
 
-def _table_config(config: Path):
-    """The table config ``config`` (:func:`controller.config.load_config`), its ``[bus]`` keys
-    checked as a subscriber reads them (nothing is created).
+def _subscriber_bus(bus, config: Path):
+    """``bus`` (the ``[bus]`` of the table config file ``config``) with its keys checked as a
+    subscriber reads them (nothing is created).
 
     Raises:
-        controller.config.ConfigError: unreadable config, wrong key or value (named).
         bus.keys.BusKeyError: the keys directory lacks a file the subscriber reads (named, with
             the ``craps-table keys`` commands that make it).
     """
     from bus.keys import BusKeyError, missing_subscriber_keys
-    from controller.config import load_config
 
-    table = load_config(config)
-    problem = missing_subscriber_keys(table.bus)
+    problem = missing_subscriber_keys(bus)
     if problem is not None:
         raise BusKeyError(f"{config}: {problem}")
-    return table
+    return bus
 
 
 def run(command: str, args: argparse.Namespace) -> int:
     """Entry point of ``craps-table settle-service``. Returns the exit status."""
     from bus.config import BusConfig
     from bus.keys import BusKeyError
+    from controller.config import load_config
     try:
-        # a subscriber never makes the table's keys; checked before the ledger file is created
-        table = _table_config(args.config) if args.config is not None else None
-        cfg = table.bus if table is not None else BusConfig.local(args.bus_dir, make_keys=False)
+        table = load_config(args.config) if args.config is not None else None
         # with --config, the table's own pay tables and players unless given: a table configured
         # for nj-13-47 must not be settled on ny-5324's by default
         prof = load_profile(args.profile or (table.settlement.profile if table is not None else "ny-5324"))
@@ -562,6 +558,9 @@ def run(command: str, args: argparse.Namespace) -> int:
             players = normalize_players(table.settlement.players, where=f"{args.config} [settlement.players]")
         else:
             players = DEFAULT_PLAYERS
+        # a subscriber never makes the table's keys; checked before the ledger file is created
+        cfg = _subscriber_bus(table.bus, args.config) if table is not None \
+            else BusConfig.local(args.bus_dir, make_keys=False)
         Session(prof, args.ledger).close()   # a ledger that is not usable (or of another profile): exit 2 now
     except (ProfileError, ValueError, OSError, BusKeyError) as exc:
         print(f"craps-table settle-service: {exc}", file=sys.stderr)
