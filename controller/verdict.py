@@ -116,6 +116,11 @@ class Verdict:
         return None if self.dice is None else self.dice[0] + self.dice[1]
 
 
+def _is_face(value) -> bool:
+    """A die's face: a whole number 1..6 (9 NYCRR 5324.52(h)(1); not a bool, not 3.5)."""
+    return value is not None and not isinstance(value, bool) and value in range(1, 7)
+
+
 def find_irregularities(observations: Sequence[DieObservation], facts: ThrowFacts,
                         min_confidence: float) -> list[Reason]:
     """List every irregularity of a throw, in the precedence order of this module's docstring.
@@ -159,7 +164,9 @@ def find_irregularities(observations: Sequence[DieObservation], facts: ThrowFact
         if not o.reading.flat and Reason.DIE_NOT_FLAT not in found:
             found.append(Reason.DIE_NOT_FLAT)
     for o in in_play:
-        unread = o.reading.value is None or o.reading.confidence < min_confidence
+        # (h)(1)(ii): a face is a whole number 1..6 read with confidence >= min_confidence (a NaN
+        # confidence is not; 3.5, 0 or 7 is no face)
+        unread = not _is_face(o.reading.value) or not o.reading.confidence >= min_confidence
         if unread and Reason.FACE_UNREADABLE not in found:
             found.append(Reason.FACE_UNREADABLE)
     return found
@@ -193,7 +200,7 @@ def decide(observations: Sequence[DieObservation], facts: ThrowFacts = ThrowFact
                                irregularities=tuple(found), observations=obs)
     in_play = sorted((o for o in obs if o.zone == ZONE_PLAYING), key=lambda o: o.reading.centre[0])
     values = [o.reading.value for o in in_play]
-    if len(values) != 2 or any(v is None or not 1 <= v <= 6 for v in values):
+    if len(values) != 2 or not all(_is_face(v) for v in values):
         # Unreachable with a consistent policy (a missing or unread die is never "read"),
         # kept so that a wrong value can never become a roll.
         return Verdict(kind=Action.BOXPERSON.value, reason=Reason.FACE_UNREADABLE, dice=None,
