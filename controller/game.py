@@ -169,8 +169,9 @@ def advance(state: GameState, dice: tuple[int, int]) -> tuple[GameState, Outcome
         ValueError: when a die value is not 1..6.
     """
     d1, d2 = dice
-    if not (1 <= d1 <= 6 and 1 <= d2 <= 6):
+    if not all(not isinstance(d, bool) and d in range(1, 7) for d in (d1, d2)):
         raise ValueError(f"dice {dice}: each value must be 1..6")
+    d1, d2 = int(d1), int(d2)   # (3.0 is 3: a float point would not reload, state_from_json)
     total = d1 + d2
     outcome = classify(state, total)
     after = replace(state, shooter_roll=state.shooter_roll + 1, rolls=state.rolls + 1, last_outcome=outcome)
