@@ -60,7 +60,7 @@ import itertools
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from controller.game import GameState, advance, new_shooter, set_decide_only
@@ -73,33 +73,38 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 
 PROFILES = {name: (load_profile(name), oracle.load(name)) for name in oracle.PROFILES}
 
-zones = st.sampled_from([oracle.PLAYING] * 6 + [oracle.OUTSIDE, oracle.CHIP_BANK, oracle.DICE_CUP,
-                                                 oracle.RAIL, oracle.OFF_TABLE])
+ZONES = [oracle.OUTSIDE, oracle.CHIP_BANK, oracle.DICE_CUP, oracle.RAIL, oracle.OFF_TABLE]
+
+
+def pick(draw, usual, odd, clean):
+    """``usual`` mostly; ``odd`` sometimes (rarely in a clean throw, so valid rolls and single
+    irregularities are common, and several at once still happen)."""
+    return draw(st.sampled_from(usual * (12 if clean else 2) + odd))
 
 
 @st.composite
-def observation(draw, x):
-    flat = draw(st.booleans() | st.just(True))
+def observation(draw, x, clean):
+    flat = pick(draw, [True], [False], clean)
     # mostly faces; also what a faulty reader might return (no value, 0, 7, 3.5; NaN confidence)
-    value = draw(st.one_of(st.integers(1, 6), st.integers(1, 6), st.integers(1, 6), st.none(),
-                           st.sampled_from([0, 7, 3.5])))
-    conf = draw(st.sampled_from([0.3, 0.79, 0.8, 0.95, 1.0, 1.0, 1.0, float("nan")]))
+    value = pick(draw, [1, 2, 3, 4, 5, 6], [None, 0, 7, 3.5], clean)
+    conf = pick(draw, [1.0, 0.95, 0.8], [0.3, 0.79, float("nan")], clean)
     reading = DieReading(value=value, bbox=(int(x), 0, int(x) + 20, 20), centre=(x + 10.0, 10.0),
                          confidence=conf, flat=flat)
-    return DieObservation(reading=reading, zone=draw(zones),
-                          on_die=draw(st.sampled_from([False] * 5 + [True])),
-                          sides_resting=draw(st.sampled_from([0, 0, 0, 1, 1, 2, 3])))
+    return DieObservation(reading=reading, zone=pick(draw, [oracle.PLAYING] * 2, ZONES, clean),
+                          on_die=pick(draw, [False], [True], clean),
+                          sides_resting=pick(draw, [0, 0, 1], [2, 3], clean))
 
 
 @st.composite
 def throw(draw):
-    n = draw(st.sampled_from([0, 1, 2, 2, 2, 2, 2, 3, 3, 4, 5]))
+    clean = draw(st.booleans())
+    n = pick(draw, [2, 2, 2], [0, 1, 3, 4, 5], clean)
     xs = draw(st.lists(st.integers(0, 1000), min_size=n, max_size=n, unique=True))
-    obs = [draw(observation(float(x) * 3)) for x in xs]
-    facts = ThrowFacts(timed_out=draw(st.sampled_from([False] * 6 + [True])),
-                       struck_far_wall=draw(st.sampled_from([None, True, True, False])),
-                       released_apart=draw(st.sampled_from([None, False, False, True])))
-    return obs, facts
+    obs = [draw(observation(float(x) * 3, clean)) for x in xs]
+    facts = ThrowFacts(timed_out=pick(draw, [False], [True], clean),
+                       struck_far_wall=pick(draw, [None, True], [False], clean),
+                       released_apart=pick(draw, [None, False], [True], clean))
+    return obs, facts, draw(st.sampled_from([0.8, 0.8, 0.5, 0.95]))
 
 
 def project_view(v):
@@ -110,10 +115,10 @@ def oracle_view(v):
     return (v.kind, v.reason, v.dice)
 
 
-def compare(name, obs, facts):
+def compare(name, obs, facts, min_confidence=0.8):
     prof, oprof = PROFILES[name]
-    got = decide(obs, facts, policy=prof.policy)
-    want = oracle.decide(obs, facts, oprof)
+    got = decide(obs, facts, policy=prof.policy, min_confidence=min_confidence)
+    want = oracle.decide(obs, facts, oprof, min_confidence=min_confidence)
     return got, want
 
 
@@ -121,12 +126,43 @@ def compare(name, obs, facts):
 @SETTINGS
 @given(case=throw())
 def test_verdict_matches_oracle(name, case):
-    obs, facts = case
-    got, want = compare(name, obs, facts)
+    obs, facts, min_confidence = case
+    got, want = compare(name, obs, facts, min_confidence)
     assert project_view(got) == oracle_view(want), (
         f"{name}: project {project_view(got)} {[r.value for r in got.irregularities]} "
         f"oracle {oracle_view(want)} {list(want.irregularities)}")
     assert sorted(r.value for r in got.irregularities) == sorted(want.irregularities)
+    event(f"{want.kind} {want.reason}")
+
+
+# My reading of each text, per reason code (see the module docstring). "?" marks a reading the
+# text leaves open (listed in the report), where the profile's choice is accepted as it is.
+READING = {
+    #                         ny-5324      nj-13-47     ny-4620      house-practice
+    "dice-off-table":        ("no-roll",   "no-roll",   "no-roll",   "no-roll"),
+    "die-off-table":         ("no-roll",   "no-roll",   "no-roll",   "no-roll"),
+    "die-on-die":            ("no-roll",   "boxperson", "boxperson", "read"),
+    "die-outside-area":      ("no-roll",   "no-roll",   "no-roll",   "no-roll"),
+    "die-in-chip-bank":      ("no-roll",   "boxperson", "boxperson", "no-roll"),
+    "die-in-dice-cup":       ("no-roll",   "boxperson", "boxperson", "no-roll"),
+    "die-on-rail":           ("no-roll",   "boxperson", "boxperson", "no-roll"),
+    "far-wall-missed":       ("no-roll?",  "read",      "read",      "no-roll?"),
+    "extra-dice":            ("boxperson", "boxperson", "boxperson", "boxperson"),
+    "not-at-rest":           ("no-roll",   "no-roll",   "no-roll",   "no-roll"),
+    "die-not-flat":          ("read",      "boxperson", "boxperson", "read"),
+    "die-on-several-objects": ("no-roll",  "no-roll?",  "no-roll?",  "no-roll"),
+    "face-unreadable":       ("boxperson", "boxperson", "boxperson", "boxperson"),
+    "boxperson-void":        ("no-roll",   "no-roll",   "no-roll",   "no-roll"),
+    "dice-not-simultaneous": ("boxperson", "boxperson", "boxperson", "boxperson"),
+}
+
+
+@pytest.mark.parametrize("name", oracle.PROFILES)
+def test_profile_actions_match_my_reading(name):
+    actions = PROFILES[name][1].actions
+    col = oracle.PROFILES.index(name)
+    for code, row in READING.items():
+        assert actions[code] == row[col].rstrip("?"), (name, code)
 
 
 # ---------------------------------------------------------------- game state
@@ -138,8 +174,9 @@ def same(state: GameState, g: oracle.Game):
 
 
 dice = st.tuples(st.integers(1, 6), st.integers(1, 6))
-steps = st.lists(st.one_of(dice, dice, dice, dice, st.just("new-shooter"), st.just("decide-only"),
-                           st.just("end-decide-only"), st.just("no-roll")), max_size=60)
+steps = st.lists(st.one_of(dice, dice, dice, dice, dice, dice, st.just("new-shooter"),
+                           st.just("decide-only"), st.just("decide-only"),
+                           st.just("end-decide-only"), st.just("no-roll")), min_size=10, max_size=80)
 
 
 @SETTINGS
@@ -169,6 +206,7 @@ def test_game_matches_oracle(seq):
             assert outcome == want, (step, state, g)
             assert state.last_outcome == outcome
             last = outcome
+            event(f"outcome {outcome}")
         assert same(state, g), (step, state, g)
         assert state.puck == ("ON" if g.point else "OFF")
 
@@ -207,3 +245,26 @@ def test_advance_refuses_a_value_that_is_no_face(dice):
     (9 NYCRR 5324.52(h)(1)). Was: (3.5, 3.5) a natural."""
     with pytest.raises(ValueError):
         advance(GameState(), dice)
+
+
+@SETTINGS
+@given(seq=st.lists(st.one_of(dice, dice, dice, st.just("new-shooter"), st.just("end-decide-only")),
+                    min_size=1, max_size=20))
+def test_decide_only_rolls_match_oracle(seq):
+    """5324.52(i)(2), 13:69F-1.11(b): after the shooter made the point, rolls only to decide the
+    come / don't come wagers set no point; a 7 decides them all and the game proceeds."""
+    made = GameState(shooter=2, shooter_roll=4, point=None, rolls=9, points_made=(6,),
+                     last_outcome="point-made")
+    state = set_decide_only(made, True)
+    g = oracle.Game(2, 4, None, 9, (6,), True)
+    for step in seq:
+        if step == "new-shooter":
+            state, g = new_shooter(state), oracle.game_new_shooter(g)
+        elif step == "end-decide-only":
+            state = set_decide_only(state, False)
+            g = oracle.Game(g.shooter, g.shooter_roll, g.point, g.rolls, g.points_made, False)
+        else:
+            state, outcome = advance(state, step)
+            g, want = oracle.game_roll(g, step)
+            assert outcome == want, (step, state, g)
+        assert same(state, g), (step, state, g)
