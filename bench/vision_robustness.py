@@ -1,6 +1,6 @@
 """The dice reader on photos changed as another camera would change them: scaled, set in a
 wider frame (2x and 3x: dice 5 % and 2 % of the long side), grey, JPEG-compressed, darker,
-blurred, noisier, turned.
+blurred, noisier, turned, over-exposed, inverted, hue-turned, smeared by motion.
 
 Reads the *held-out* train photos (``vision.train.data``: every 8th topdown-tray train photo,
 every 6th oblique-webcam train photo; the photos thresholds were chosen on, never trained on)
@@ -66,6 +66,14 @@ def _jpeg(q: int) -> Callable[[np.ndarray], np.ndarray]:
     return lambda img: cv2.imdecode(cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, q])[1], cv2.IMREAD_COLOR)
 
 
+def _hue_turned(degrees: int) -> Callable[[np.ndarray], np.ndarray]:
+    def t(img: np.ndarray) -> np.ndarray:
+        hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV)
+        hsv[..., 0] = ((hsv[..., 0].astype(np.int32) + degrees // 2) % 180).astype(np.uint8)
+        return cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)
+    return t
+
+
 def _turned(img: np.ndarray, labels: list[Label]) -> tuple[np.ndarray, list[Label]]:
     """90 degrees counter-clockwise: (x, y) -> (y, w - x)."""
     w = img.shape[1]
@@ -84,6 +92,13 @@ TRANSFORMS: dict[str, Transform] = {
     "noise": _pixels(lambda img: np.clip(img + np.random.default_rng(0).normal(0, 8, img.shape), 0, 255)
                      .astype(np.uint8)),
     "rot90": _turned,
+    # thirty-fourth session: over-exposed (white dice vanish into a light table), inverted
+    # (light pips on dark dice, dark table), hue turned 120 degrees, horizontal motion blur of
+    # 7 px (a shaken hand-held camera)
+    "bright": _pixels(lambda img: np.clip(img.astype(np.float32) * 1.6 + 20, 0, 255).astype(np.uint8)),
+    "invert": _pixels(lambda img: 255 - img),
+    "hue120": _pixels(_hue_turned(120)),
+    "motion7": _pixels(lambda img: cv2.filter2D(img, -1, np.full((1, 7), 1 / 7, np.float32))),
 }
 
 

@@ -297,3 +297,60 @@ def test_at_most_max_candidates_are_classified(monkeypatch) -> None:
     monkeypatch.setattr(L, "_classify", no_dice)
     assert L.read_dice_learned(np.zeros((240, 1800, 3), np.uint8), expected_side_px=10.0) == []
     assert seen[0] == L.MAX_CANDIDATES == 150
+
+
+def test_an_over_exposed_die_s_pips_are_not_read_as_1s() -> None:
+    """The golden oblique photo of five 2s, brightened 2x (+20): the white dice vanish into the
+    light table and their pips read as the 1s of small dice (four 1s at p 0.92-0.99 before);
+    the 1s that are pips of a 2 read at 2.5x / 4x their box come back unread."""
+    photo = DATA / "oblique-webcam" / "two_48.jpg"
+    img = np.clip(cv2.imread(str(photo)).astype(np.float32) * 2.0 + 20, 0, 255).astype(np.uint8)
+    readings = L.read_dice_learned(img)
+    pips = [r for r in readings if r.extra.get("pip_of") is not None]
+    assert [(r.value, r.extra["pip_of"], r.extra["reason"]) for r in pips] == [(None, 2, "a pip of a larger die")] * 3
+    assert [r.value for r in readings if r.value is not None] == [1, 2, 2]
+
+
+def _one(value: int | None, side: float, x: float, conf: float = 0.99):
+    from vision.types import DieReading
+    half = 0.6 * side
+    return DieReading(value=value, bbox=(int(x - half), 100, int(x + half), 120), centre=(x, 110.0),
+                      confidence=conf, flat=True, side_px=side, angle_deg=0.0, extra={"reason": ""})
+
+
+def _larger(reads_as: int, p: float):
+    """A stand-in for _classify: every window read as ``reads_as`` at ``p``, where it was put."""
+    def classify(img, found):
+        probs = np.zeros((len(found), 8), np.float32)
+        probs[:, reads_as - 1] = p
+        probs[:, 7] = 1.0
+        return probs, [(x, y, s, sc) for x, y, s, sc in found]
+    return classify
+
+
+def test_a_1_whose_larger_window_reads_another_face_is_a_pip(monkeypatch) -> None:
+    img = np.zeros((200, 400, 3), np.uint8)
+    monkeypatch.setattr(L, "_classify", _larger(3, 0.95))
+    out = L._pips_of_larger(img, [_one(1, 10.0, 50.0), _one(5, 30.0, 150.0)])
+    assert (out[0].value, out[0].confidence, out[0].extra["pip_of"]) == (None, 0.0, 3)
+    assert out[1].value == 5
+    # not surely another face (0.85 < SURE_READ): the 1 stays
+    monkeypatch.setattr(L, "_classify", _larger(3, 0.85))
+    assert L._pips_of_larger(img, [_one(1, 10.0, 50.0)])[0].value == 1
+    # a larger window reading the 1 surely keeps it, whatever the other reads
+    monkeypatch.setattr(L, "_classify", _larger(1, 0.95))
+    assert L._pips_of_larger(img, [_one(1, 10.0, 50.0)])[0].value == 1
+
+
+def test_a_1_as_large_as_the_other_dice_is_not_asked(monkeypatch) -> None:
+    """All dice of a frame are one size: a 1 of 0.8x or more the median side of two or more
+    dice read surely as other faces is one of them (a train photo: a 1 beside a 1 and a 5,
+    read at 2.5x as a 3)."""
+    img = np.zeros((200, 400, 3), np.uint8)
+    monkeypatch.setattr(L, "_classify", _larger(3, 0.99))
+    same = [_one(1, 30.0, 50.0), _one(5, 32.0, 150.0), _one(6, 33.0, 250.0)]
+    assert [d.value for d in L._pips_of_larger(img, same)] == [1, 5, 6]
+    # one other die only is no measure of the frame's dice (a print read as a 6)
+    assert L._pips_of_larger(img, same[:2])[0].value is None
+    smaller = [_one(1, 20.0, 50.0), _one(5, 32.0, 150.0), _one(6, 33.0, 250.0)]
+    assert [d.value for d in L._pips_of_larger(img, smaller)] == [None, 5, 6]

@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -160,6 +162,15 @@ SMALLER_DICE = (0.05, 0.032, 0.02)
 #: noise read at 2 % of its long side gave 418, 1.7 s of CPU; the most in the 646 labelled
 #: photos is far below (25 dice at most, with the peaks on their pips).
 MAX_CANDIDATES = 150
+#: Windows (multiples of its own box) in which a die read as 1 in a frame read without the
+#: die's size is classified again (:func:`_pips_of_larger`): where the die's outline is lost
+#: (over-exposed white dice on a light table, dots printed on paper), each pip of a larger die
+#: reads as the 1 of a small one, surely (held-out oblique train photos brightened 1.6x: a 3's
+#: three pips read as three 1s at p 0.95-0.98).
+PIP_OF_LARGER = (2.5, 4.0)
+#: :func:`_pips_of_larger` asks only about a 1 smaller than this share of the frame's other
+#: dice read surely (all dice of a throw are the same size; a pip is a fraction of one).
+PIP_SIZE_RATIO = 0.8
 #: The smallest die box (pixels) :data:`SMALLER_DICE` tries.
 SMALLER_MIN_BOX = 14.0
 #: Side of the window (in die boxes) the classical reader sees around an unsure die.
@@ -915,13 +926,62 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
     if img.ndim == 2:
         img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR)
     out = _read(img, expected_side_px, fallback)
-    if expected_side_px or any(_sure(d) for d in out):
+    if expected_side_px:
         return out
-    return _smaller_dice(img, out, fallback)
+    if not any(_sure(d) for d in out):
+        out = _smaller_dice(img, out, fallback)
+    return _pips_of_larger(img, out)
 
 
 def _sure(d: DieReading) -> bool:
     return d.value is not None and d.confidence >= SURE_READ
+
+
+def _pips_of_larger(img: np.ndarray, out: list[DieReading]) -> list[DieReading]:
+    """``out`` (a frame read without the die's size) with every die read as 1 that is one pip
+    of a larger die made unread (value ``None``, confidence 0, ``extra["pip_of"]`` the larger
+    die's value).
+
+    A 1 is a single pip on a plain face. With the die's outline lost (over-exposed, or dots
+    printed on paper), one pip of a larger die is that too, at the size the detector measures
+    around it. So the window around each 1 is classified again at :data:`PIP_OF_LARGER` times
+    its box (:func:`_classify`, whose geometry outputs centre the window on what it sees): if
+    a larger window reads surely (:data:`SURE_READ`) another value, at least 1.8x the box and
+    centred within half its box of the 1, and no window reads the 1 surely, the 1 is a pip of
+    that die. A real 1 shown larger is read as a 1 again, or as
+    nothing (no pip pattern around it). A 1 at least :data:`PIP_SIZE_RATIO` x the median side
+    of two or more dice read surely as other values is not asked (a train photo: a 1 beside another 1
+    and a 5, as large as the frame's other dice, read at 2.5x as a 3). The table service
+    reads with the calibrated size (every window the die's size), so this is for photos read
+    without it.
+
+    Source: held-out train photos of ``../shared`` read as other cameras give them
+    (``bench/vision_robustness.py``), thirty-fourth session; docs/vision.md.
+    """
+    others = [d.side_px for d in out if d.value not in (None, 1) and d.confidence >= SURE_READ]
+    # a 1 as large as two or more other dice read surely is one of them: a pip is far smaller
+    typical = float(np.median(others)) if len(others) >= 2 else math.inf
+    ones = [k for k, d in enumerate(out) if d.value == 1 and d.side_px < PIP_SIZE_RATIO * typical]
+    if not ones:
+        return out
+    boxes = [1.2 * out[k].side_px for k in ones]
+    cands = [(out[k].centre[0], out[k].centre[1], m * b, 1.0) for k, b in zip(ones, boxes) for m in PIP_OF_LARGER]
+    probs, found = _classify(img, cands)
+    out = list(out)
+    n = len(PIP_OF_LARGER)
+    for a, (k, box) in enumerate(zip(ones, boxes)):
+        d, larger, one_sure = out[k], None, False
+        for p, f in zip(probs[a * n:(a + 1) * n], found[a * n:(a + 1) * n]):
+            cls, pc = int(np.argmax(p[:7])), float(np.max(p[:7]))
+            if cls == 0 and pc >= SURE_READ:
+                one_sure = True
+            elif cls != NOT_A_FACE and cls != 0 and pc >= SURE_READ and f[2] >= 1.8 * box \
+                    and float(np.hypot(f[0] - d.centre[0], f[1] - d.centre[1])) < 0.5 * f[2]:
+                larger = cls + 1
+        if larger is not None and not one_sure:
+            out[k] = replace(d, value=None, confidence=0.0,
+                             extra={**d.extra, "reason": "a pip of a larger die", "pip_of": larger})
+    return out
 
 
 def _smaller_dice(img: np.ndarray, out: list[DieReading], fallback: bool) -> list[DieReading]:
