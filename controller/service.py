@@ -23,7 +23,7 @@ import logging
 import queue
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Callable, Iterable, Protocol, Sequence
 
@@ -828,12 +828,18 @@ class TableService:
         return [r.moved(x0, y0) for r in self.reader(image[y0:y1, x0:x1])]
 
     def _observe(self, readings: Iterable[DieReading]) -> list[DieObservation]:
-        """Readings -> observations: drop non-dice (no value, confidence < min_presence), place
-        each die in the playing area or outside it by its centre."""
+        """Readings -> observations without an ``observe`` hook: drop non-dice (no value,
+        confidence < min_presence), place each die in the playing area or outside it by its
+        centre. A die read not flat comes back unread (``extra["seen_value"]`` its face seen):
+        no detector found the side it rests on, whose opposite face is the one that counts,
+        9 NYCRR 5324.52(h)(1)(i), so which face is uppermost is in dispute, (h)(1)(ii) (the
+        seen face would otherwise be read as the roll where a profile reads a cocked die)."""
         out = []
         for r in readings:
             if r.value is None and r.confidence < self.min_presence:
                 continue
+            if not r.flat and r.value is not None:
+                r = replace(r, value=None, confidence=0.0, extra={**r.extra, "seen_value": r.value})
             zone = "playing"
             if self.area is not None:
                 inside = cv2.pointPolygonTest(self.area, (float(r.centre[0]), float(r.centre[1])), False)

@@ -17,7 +17,9 @@ import pytest
 from camera.base import Frame
 from controller.config import TableConfig
 from controller.lamps import NullLampDriver
+from controller.reasons import Reason
 from controller.service_cli import build_service
+from controller.verdict import decide
 from vision.types import DieReading
 from tableconfig import write_test_config
 from list_publisher import ListPublisher, alarm_order_lamps
@@ -1036,3 +1038,24 @@ def test_dice_at_rest_at_start_raise_an_alarm(tmp_path):
         empty.process(Frame(scene_image([]), k / 30, k))
     assert [topic for topic, _ in pub.sent] == ["state"]
     empty.close()
+
+
+def test_without_observer_a_cocked_die_s_seen_face_is_not_read(tmp_path):
+    """9 NYCRR 5324.52(h)(1)(i)-(ii): without the detectors (no ``observe`` hook) nothing finds
+    the side a die read not flat rests on, so its seen face is no counted face: the die comes
+    back unread and the throw goes to the boxperson, not published as a roll with the seen 6."""
+    from vision.types import DieReading
+
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    service.observe = None
+
+    def reading(value, x, flat):
+        return DieReading(value=value, bbox=(x - 9, 91, x + 9, 109), centre=(float(x), 100.0), confidence=0.99,
+                          flat=flat, side_px=18.0, angle_deg=0.0, extra={})
+
+    obs = service._observe([reading(3, 100, True), reading(6, 200, False)])
+    assert [(o.reading.value, o.reading.extra.get("seen_value")) for o in obs] == [(3, None), (None, 6)]
+    verdict = decide(obs, policy=service.policy, min_confidence=0.8)
+    assert (verdict.kind, verdict.reason) == ("boxperson", Reason.FACE_UNREADABLE)
+    service.close()
