@@ -149,9 +149,10 @@ def policy_from_mapping(name: str, overrides: Mapping[str, str] | None = None,
         if reason in _ALWAYS_VOID and action is not Action.NO_ROLL:
             raise ValueError(f"{code}: {reason.citation} makes this roll void; the action must be 'no-roll'")
         if reason in _HOUSE_ONLY_READ and action is not Action.NO_ROLL and not departs \
-                and cites.get(reason, reason.citation).startswith("9 NYCRR 5324.52"):
+                and "5324.52" in cites.get(reason, reason.citation):
             # "shall be invalid", (k)(1): a boxperson could answer with dice and make it valid
-            # too; a casino-night text that cites its own paragraph (no such rule) may
+            # too; a casino-night text that cites its own paragraph (no such rule) may. Any
+            # citation naming 5324.52 ("see 9 NYCRR 5324.52(k)(1)", any case) is that rule
             raise ValueError(f"{code}: {reason.citation} makes this roll invalid; {action.value!r} departs from "
                              f"the regulation: declare departs_from_regulation = true in the profile "
                              f"(as house-practice does), or use 'no-roll'")

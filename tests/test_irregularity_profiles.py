@@ -196,3 +196,17 @@ def test_reading_a_die_on_the_other_die_must_be_declared():
     # the casino-night profiles cite their own text for it, which has no such rule
     assert parse_profile(data("nj-13-47")).policy.action(Reason.DIE_ON_DIE).value == "boxperson"
     assert parse_profile(data("ny-4620")).policy.action(Reason.DIE_ON_DIE).value == "boxperson"
+
+
+def test_die_on_die_read_citing_5324_52_in_other_words_still_needs_the_declaration() -> None:
+    """9 NYCRR 5324.52(k)(1) "shall be invalid": a profile reading a die on the other die
+    without departs_from_regulation is refused however it cites the paragraph (it was let
+    through by "see 9 NYCRR 5324.52(k)(1)" or a lower-case "9 nycrr 5324.52(k)(1)")."""
+    from controller.policy import policy_from_mapping
+
+    for cite in ("see 9 NYCRR 5324.52(k)(1)", "9 nycrr 5324.52(k)(1)", "cf. 5324.52(k)(1)"):
+        with pytest.raises(ValueError, match="die-on-die: .*departs_from_regulation"):
+            policy_from_mapping("x", {"die-on-die": "boxperson"}, citations={"die-on-die": cite})
+    # its own jurisdiction's paragraph, no such rule there: allowed
+    p = policy_from_mapping("x", {"die-on-die": "boxperson"}, citations={"die-on-die": "N.J.A.C. 13:47-20.25(d)"})
+    assert p.action(Reason.DIE_ON_DIE).value == "boxperson"
