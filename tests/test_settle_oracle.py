@@ -249,16 +249,21 @@ def build(data, profile, max_rolls: int = 40, with_oracle: bool = False):
 
 
 def compare(profile, events: list[dict], expected: list[dict]) -> None:
-    got = run_project(profile, events)
+    same_decisions(run_project(profile, events), expected, f"events: {json.dumps(events)}")
+
+
+def same_decisions(got: list[dict], expected: list[dict], context: str) -> None:
+    """The project's output lines ``got`` hold no refusal and the oracle's decisions exactly
+    (each wager's result, stake, payout and vig in cents); ``context`` names the scenario."""
     rejected = [o for o in got if o.get("type") == "rejected"]
     if rejected:
-        raise AssertionError(f"refused: {rejected}\nevents: {json.dumps(events)}")
+        raise AssertionError(f"refused: {rejected}\n{context}")
     g = sorted(_norm(o) for o in got)
     e = sorted(_norm(o) for o in expected)
     if g != e:
         only_g = [dict(x) for x in g if x not in e]
         only_e = [dict(x) for x in e if x not in g]
-        raise AssertionError(f"project only: {only_g}\noracle only: {only_e}\nevents: {json.dumps(events)}")
+        raise AssertionError(f"project only: {only_g}\noracle only: {only_e}\n{context}")
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -286,16 +291,7 @@ def test_resumed_ledger_matches_oracle(profile, data, tmp_path_factory):
         rc = run_scenario(_PROJECT[profile], list(enumerate(chunk, 1)), ledger=path,
                           emit=lambda s: got.append(json.loads(s)))
         assert rc == 0
-    rejected = [o for o in got if o.get("type") == "rejected"]
-    if rejected:
-        raise AssertionError(f"refused: {rejected}\ncuts: {cuts}\nevents: {json.dumps(events)}")
-    g = sorted(_norm(o) for o in got)
-    e = sorted(_norm(o) for o in expected)
-    if g != e:
-        only_g = [dict(x) for x in g if x not in e]
-        only_e = [dict(x) for x in e if x not in g]
-        raise AssertionError(f"project only: {only_g}\noracle only: {only_e}\ncuts: {cuts}\n"
-                             f"events: {json.dumps(events)}")
+    same_decisions(got, expected, f"cuts: {cuts}\nevents: {json.dumps(events)}")
     # the ledger's balances: the money of every decision, removal and open wager
     from settlement.ledger import Session
     sess = Session(_PROJECT[profile], path)
@@ -382,9 +378,4 @@ def test_fastbook_matches_oracle(profile, data):
                     o["dice"] = list(w.dice)
                 got.append(o)
             table.roll(ev["dice"])
-    g = sorted(_norm(o) for o in got)
-    e = sorted(_norm(o) for o in expected)
-    if g != e:
-        only_g = [dict(x) for x in g if x not in e]
-        only_e = [dict(x) for x in e if x not in g]
-        raise AssertionError(f"fastbook only: {only_g}\noracle only: {only_e}\nevents: {json.dumps(events)}")
+    same_decisions(got, expected, f"(project: settlement.fast.FastBook)\nevents: {json.dumps(events)}")
