@@ -912,8 +912,10 @@ def read_dice_learned(image: np.ndarray, *, expected_side_px: float | None = Non
         One :class:`vision.types.DieReading` per die, in reading order (top to bottom, left
         to right); ``value`` is ``None`` where the face probability is below
         :data:`FACE_MIN` and no agreeing classical read, or below :data:`READ_ALONE` and the
-        classical reader not reading that same value (confidence then <= 0.2). ``side_px`` is estimated from the box
-        (box / 1.2); ``angle_deg`` is not measured (0). ``extra`` holds ``"p"`` (the seven
+        classical reader not reading that same value (confidence then <= 0.2), or, read without
+        ``expected_side_px``, a 1 that is a pip of a larger die (:func:`_pips_of_larger`,
+        confidence 0). ``side_px`` is estimated from the box (box / 1.2); ``angle_deg`` is not
+        measured (0). ``extra`` holds ``"p"`` (the seven
         class probabilities), ``"p_flat"``, ``"centre_score"``, ``"p_flat_tilt"``
         (:func:`p_flat_tilt`) and, for a die both call not flat, ``"p_cocked"``
         (:func:`cocked_faces`, whose face may be the value).
@@ -948,12 +950,11 @@ def _pips_of_larger(img: np.ndarray, out: list[DieReading]) -> list[DieReading]:
     its box (:func:`_classify`, whose geometry outputs centre the window on what it sees): if
     a larger window reads surely (:data:`SURE_READ`) another value, at least 1.8x the box and
     centred within half its box of the 1, and no window reads the 1 surely, the 1 is a pip of
-    that die. A real 1 shown larger is read as a 1 again, or as
-    nothing (no pip pattern around it). A 1 at least :data:`PIP_SIZE_RATIO` x the median side
-    of two or more dice read surely as other values is not asked (a train photo: a 1 beside another 1
-    and a 5, as large as the frame's other dice, read at 2.5x as a 3). The table service
-    reads with the calibrated size (every window the die's size), so this is for photos read
-    without it.
+    that die. A real 1 shown larger is read as a 1 again, or as nothing (no pip pattern around
+    it). A 1 at least :data:`PIP_SIZE_RATIO` x the median side of two or more dice read surely
+    as other values is not asked (a train photo: a 1 beside another 1 and a 5, as large as the
+    frame's other dice, read at 2.5x as a 3). The table service reads with the calibrated size
+    (every window the die's size), so this is for photos read without it.
 
     Source: held-out train photos of ``../shared`` read as other cameras give them
     (``bench/vision_robustness.py``), thirty-fourth session; docs/vision.md.
@@ -965,7 +966,8 @@ def _pips_of_larger(img: np.ndarray, out: list[DieReading]) -> list[DieReading]:
     if not ones:
         return out
     boxes = [1.2 * out[k].side_px for k in ones]
-    cands = [(out[k].centre[0], out[k].centre[1], m * b, 1.0) for k, b in zip(ones, boxes) for m in PIP_OF_LARGER]
+    cands = [(out[k].centre[0], out[k].centre[1], m * b, 1.0)
+             for k, b in zip(ones, boxes) for m in PIP_OF_LARGER]
     probs, found = _classify(img, cands)
     out = list(out)
     n = len(PIP_OF_LARGER)
