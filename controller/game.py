@@ -153,6 +153,12 @@ def classify(state: GameState, total: int) -> Outcome:
     return "no-decision"
 
 
+def is_face(value) -> bool:
+    """A die's face: a whole number 1..6 (9 NYCRR 5324.52(h)(1); not a bool, not 3.5, not
+    ``None``). ``3.0`` is one (``int(3.0) == 3``)."""
+    return value is not None and not isinstance(value, bool) and value in range(1, 7)
+
+
 def advance(state: GameState, dice: tuple[int, int]) -> tuple[GameState, Outcome]:
     """Apply one valid roll.
 
@@ -169,7 +175,7 @@ def advance(state: GameState, dice: tuple[int, int]) -> tuple[GameState, Outcome
         ValueError: when a die value is not 1..6.
     """
     d1, d2 = dice
-    if not all(not isinstance(d, bool) and d in range(1, 7) for d in (d1, d2)):
+    if not (is_face(d1) and is_face(d2)):
         raise ValueError(f"dice {dice}: each value must be 1..6")
     d1, d2 = int(d1), int(d2)   # (3.0 is 3: a float point would not reload, state_from_json)
     total = d1 + d2

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from controller.game import is_face
 from controller.policy import NY_5324, Action, Policy
 from controller.reasons import Reason
 from vision.types import DieReading
@@ -116,11 +117,6 @@ class Verdict:
         return None if self.dice is None else self.dice[0] + self.dice[1]
 
 
-def _is_face(value) -> bool:
-    """A die's face: a whole number 1..6 (9 NYCRR 5324.52(h)(1); not a bool, not 3.5)."""
-    return value is not None and not isinstance(value, bool) and value in range(1, 7)
-
-
 def find_irregularities(observations: Sequence[DieObservation], facts: ThrowFacts,
                         min_confidence: float) -> list[Reason]:
     """List every irregularity of a throw, in the precedence order of this module's docstring.
@@ -166,7 +162,7 @@ def find_irregularities(observations: Sequence[DieObservation], facts: ThrowFact
     for o in in_play:
         # (h)(1)(ii): a face is a whole number 1..6 read with confidence >= min_confidence (a NaN
         # confidence is not; 3.5, 0 or 7 is no face)
-        unread = not _is_face(o.reading.value) or not o.reading.confidence >= min_confidence
+        unread = not is_face(o.reading.value) or not o.reading.confidence >= min_confidence
         if unread and Reason.FACE_UNREADABLE not in found:
             found.append(Reason.FACE_UNREADABLE)
     return found
@@ -200,7 +196,7 @@ def decide(observations: Sequence[DieObservation], facts: ThrowFacts = ThrowFact
                                irregularities=tuple(found), observations=obs)
     in_play = sorted((o for o in obs if o.zone == ZONE_PLAYING), key=lambda o: o.reading.centre[0])
     values = [o.reading.value for o in in_play]
-    if len(values) != 2 or not all(_is_face(v) for v in values):
+    if len(values) != 2 or not all(is_face(v) for v in values):
         # Unreachable with a consistent policy (a missing or unread die is never "read"),
         # kept so that a wrong value can never become a roll.
         return Verdict(kind=Action.BOXPERSON.value, reason=Reason.FACE_UNREADABLE, dice=None,
