@@ -400,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--throws", type=int, default=200, help="seeded throws per irregularity scenario")
     ap.add_argument("--natural", type=int, default=3000, help="natural throws")
     ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS[1:]),
-                    help=f"default: {' '.join(SCENARIOS[1:])}; more: {' '.join(EXTRA_SCENARIOS)}")
+                    help=f"separated by spaces or commas; default: {' '.join(SCENARIOS[1:])}; "
+                         f"more: {' '.join(EXTRA_SCENARIOS)}")
     ap.add_argument("--fps", type=float, default=60.0)
     ap.add_argument("--wall-sensor", action="store_true",
                     help="the rig has a far-wall strike sensor: every far-wall contact is a strike "
@@ -423,6 +424,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="append every verdict as it is made (scenario, seed, profile, expected, got, right, "
                          "notes), one JSON object a line, so that a run stopped early keeps what it measured")
     args = ap.parse_args(argv)
+    args.scenarios = [n.strip() for arg in args.scenarios for n in arg.split(",") if n.strip()]
+    unknown = [n for n in args.scenarios if n not in SCENARIOS + EXTRA_SCENARIOS or n == "natural"]
+    if unknown:
+        # before any throw is simulated (a typo used to stop the run at its first throw)
+        ap.error(f"unknown scenario(s) {', '.join(map(repr, unknown))} (natural throws: --natural N); "
+                 f"known: {' '.join(SCENARIOS[1:] + EXTRA_SCENARIOS)}")
     names = list(SHIPPED) if args.profile == "all" else [n.strip() for n in args.profile.split(",") if n.strip()]
     profiles = [load_profile(n) for n in names]
     bench = Bench(profiles[0], args.mode, args.fps, wall_sensor=args.wall_sensor,

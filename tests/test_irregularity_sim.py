@@ -255,6 +255,24 @@ def test_bench_decides_each_throw_under_every_profile_given(capsys):
     assert [r[1:3] + r[4:7] for r in rows] == [["1", "1", "1", "0", "0"], ["1", "1", "0", "1", "0"]]
 
 
+def test_bench_scenarios_by_commas_and_unknown_refused_before_any_throw(tmp_path, capsys):
+    """``--scenarios on-rail,in-chip-bank`` is two scenarios (it was taken as one name and the
+    run stopped at its first throw); an unknown name is refused at once, named, exit status 2,
+    nothing written to ``--rows``."""
+    assert B.main(["--mode", "truth", "--far-wall-struck", "--throws", "1", "--natural", "0",
+                   "--scenarios", "on-rail,in-chip-bank", "--show-wrong", "0"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[:2] for line in out.splitlines() if line.startswith(("on-rail", "in-chip-bank"))] \
+        == [["on-rail", "1"], ["in-chip-bank", "1"]]
+    rows = tmp_path / "rows.jsonl"
+    with pytest.raises(SystemExit) as stop:
+        B.main(["--mode", "truth", "--throws", "1", "--natural", "0", "--rows", str(rows),
+                "--scenarios", "on-rail", "on-rails"])
+    assert stop.value.code == 2
+    assert "unknown scenario(s) 'on-rails'" in capsys.readouterr().err
+    assert not rows.exists()
+
+
 def test_bench_writes_every_verdict_as_it_is_made(tmp_path, capsys):
     """``--rows FILE``: one JSON line per throw and profile, reasons by their codes, written
     as the run goes (a run stopped early keeps them)."""
