@@ -486,16 +486,18 @@ def _row_json(row: dict, profile: str) -> dict:
             "wrong_value": bool(row["wrong_value"]), "near_line": bool(row["near_line"]), "notes": list(row["notes"])}
 
 
-def report(rows: dict[str, list[dict]], profile: IrregularityProfile, args: argparse.Namespace, elapsed: float,
-           stopped: bool, reader_stats: bool = True) -> None:
+def report(rows: dict[str, list[dict]], profile: IrregularityProfile, args: argparse.Namespace,
+           elapsed: float | None, stopped: bool, reader_stats: bool = True) -> None:
     """Print the table of one profile's verdicts (``rows``: scenario -> result rows of
     :meth:`Bench.decide`), the natural throws' figures and up to ``args.show_wrong`` wrong
     verdicts per scenario; ``reader_stats``: also the reader's figures on flat dice (the same
-    for every profile)."""
+    for every profile); ``elapsed`` (seconds) ``None``: not known (tables made from ``--rows``
+    files by bench/irregularity_rows.py)."""
     print(f"irregularity bench: profile {profile.name}, mode {args.mode}"
           f"{', far-wall sensor' if args.wall_sensor else ''}"
           f"{f', {args.spare_dice} spare dice in the cup' if args.spare_dice else ''}"
-          f"{', far wall counted as struck' if args.far_wall_struck else ''}, seeds from {args.first_seed}, {elapsed:.0f} s"
+          f"{', far wall counted as struck' if args.far_wall_struck else ''}, seeds from {args.first_seed}"
+          f"{'' if elapsed is None else f', {elapsed:.0f} s'}"
           + (" (stopped by --budget-s: counts below are what was run)" if stopped else ""))
     print(f"{'scenario':20s} {'throws':>6s} {'right':>6s} {'right %':>8s} {'no-roll':>7s} {'boxp':>5s} "
           f"{'roll':>5s} {'wrong value':>11s} {'reason ok':>9s} {'near line':>9s}  expected kinds")
