@@ -11,7 +11,9 @@ Two kinds of evidence, on one clock (the frame clock, seconds):
   the times of its pulses. A sensor cannot tell the dice apart, and two dice striking within a
   few milliseconds give one pulse. Each pulse is credited to **every** die the track places at
   the wall then (:func:`credited_by_sensor`): its path, straight between track points and
-  through the turning points of bounces, is within reach of the wall at the pulse. A die
+  through the turning points of bounces, is within reach of the wall at the pulse, or, the
+  pulse within a frame of its last point and the next point fitting a bounce, the die carried
+  on at the speed it had towards the wall is (:func:`_carried_on`). A die
   credited by no pulse, while the track saw it away from the wall at every pulse, did not
   strike.
 
@@ -41,6 +43,13 @@ Point = tuple[float, float, float]
 #: Track points further apart in time than this (seconds) around a pulse: the track lost the
 #: die there (occluded, or touching the other die) and cannot place it.
 MAX_TRACK_GAP_S = 0.1
+#: A die moving towards the wall at its last track point before a pulse is carried on at the
+#: velocity of its last segment (spanning at most this) to the pulse, when the pulse is at most
+#: this long after that point (seconds; a frame at 60 fps is 0.0167 s): :func:`_carried_on`. On
+#: felt a die loses under 0.1 m/s in that time, so it is where the straight line puts it unless
+#: it struck something; the straight path to the *next* point cuts the corner of a bounce the
+#: frames did not see (0 turns it off).
+EXTRAPOLATE_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -202,33 +211,78 @@ def at_wall_then(track: Sequence[Point], t: float, wall: Wall, reach_mm: float,
 
     Returns:
         ``True``/``False``; ``None`` when the track does not cover the interval (no point at or
-        before ``t``, none at or after ``t + slack_s``, or two points more than
-        :data:`MAX_TRACK_GAP_S` apart around it): it cannot place the die.
+        before ``t``, none at or after ``t + slack_s``, or, with no place in it at the wall, two
+        points more than :data:`MAX_TRACK_GAP_S` apart around it): it cannot place the die.
     """
     return _at_wall_then(track_points(track), t, wall, reach_mm, slack_s)
 
 
 def _at_wall_then(pts: Sequence[Point], t: float, wall: Wall, reach_mm: float, slack_s: float) -> bool | None:
-    """:func:`at_wall_then` on the points of :func:`track_points`."""
+    """:func:`at_wall_then` on the points of :func:`track_points`.
+
+    A place on a stretch between two points more than :data:`MAX_TRACK_GAP_S` apart is no
+    place: if none of the others (nor the die carried on, :func:`_carried_on`) is at the wall,
+    the answer is ``None``. One place at the wall is enough, wherever the rest of the interval
+    falls (a die placed at the wall at the pulse by the frames around it, then lost: simulated
+    natural throw 24640, a good throw called far-wall-missed)."""
     t1 = t + slack_s
     first = next((k for k in range(len(pts) - 1, -1, -1) if pts[k][0] <= t), None)
     last = next((k for k, p in enumerate(pts) if p[0] >= t1), None)
     if first is None or last is None:
         return None
-    if any(pts[k + 1][0] - pts[k][0] > MAX_TRACK_GAP_S for k in range(first, last)):
-        return None
 
-    def at(time: float) -> tuple[float, float]:
-        """The path's point at ``time`` (linear between the points around it)."""
+    def at(time: float) -> tuple[float, float, bool]:
+        """The path's point at ``time`` (linear between the points around it) and whether the
+        points around it are close enough in time to place the die."""
         for k in range(first, last):
             (ta, xa, ya), (tb, xb, yb) = pts[k], pts[k + 1]
             if time <= tb:
                 f = 0.0 if tb <= ta else max(0.0, (time - ta) / (tb - ta))
-                return xa + f * (xb - xa), ya + f * (yb - ya)
-        return pts[last][1], pts[last][2]
+                return xa + f * (xb - xa), ya + f * (yb - ya), time in (ta, tb) or tb - ta <= MAX_TRACK_GAP_S
+        return pts[last][1], pts[last][2], True
 
-    where = [at(t), at(t1)] + [(x, y) for ts, x, y in pts[first:last + 1] if t < ts < t1]
-    return any(wall.depth(x, y) <= reach_mm and wall.alongside(x, y, reach_mm) for x, y in where)
+    where = [at(t), at(t1)] + [(x, y, True) for ts, x, y in pts[first:last + 1] if t < ts < t1]
+    where += [(x, y, True) for x, y in _carried_on(pts, first, t, t1, wall)]
+    if any(wall.depth(x, y) <= reach_mm and wall.alongside(x, y, reach_mm) for x, y, placed in where if placed):
+        return True
+    return None if not all(placed for _, _, placed in where) else False
+
+
+def _carried_on(pts: Sequence[Point], first: int, t: float, t1: float, wall: Wall) -> list[tuple[float, float]]:
+    """Where the die of ``pts`` would be at ``t`` and ``t1`` (s) had it kept the velocity of its
+    last track segment before ``t`` (ending at ``pts[first]``); no point unless that segment
+    moves it towards the wall and spans at most :data:`EXTRAPOLATE_S`, ``t1`` is at most that
+    after its end, and the next track point fits a bounce off the wall's line: later than the
+    die, so carried on, would reach the line, further from the wall than the segment's end (it
+    came back out: a die seen where it was had stopped), and no further out than it could come
+    back by then at the speed it went in (the rubber returns a die at most as fast; a die seen
+    coming back sooner or faster turned on something else, or earlier).
+
+    Simulated camera at 60 fps, natural throws with the wall sensor: a die 22-29 mm from the
+    wall's line at its last frame before the pulse, moving towards it at 4-6.5 m/s, struck it
+    4-8 ms later, but the straight path to its next point (after the bounce, or after frames in
+    which it touched the other die and was left out) put it 24-66 mm from the line at the pulse:
+    good throws called far-wall-missed (seeds 26320, 26367)."""
+    ta, xa, ya = pts[first]
+    # turning points of bounces may sit on a frame's time: the segments are between distinct times
+    back = next((k for k in range(first - 1, -1, -1) if pts[k][0] < ta - 1e-3), None)
+    nxt = next((k for k in range(first + 1, len(pts)) if pts[k][0] > ta + 1e-3), None)
+    # the segment's velocity is the die's at its end only over about a frame (a die slowing to a
+    # stop over a longer one would be carried on past where it stopped)
+    if back is None or nxt is None or t1 - ta > EXTRAPOLATE_S or ta - pts[back][0] > EXTRAPOLATE_S:
+        return []
+    tb, xb, yb = pts[back]
+    vx, vy = (xa - xb) / (ta - tb), (ya - yb) / (ta - tb)
+    speed_in = -(vx * wall.inward[0] + vy * wall.inward[1])     # mm/s towards the wall
+    if speed_in <= 0:
+        return []
+    depth_a = wall.depth(xa, ya)
+    t_line = ta + max(0.0, depth_a) / speed_in                   # when it would reach the line
+    tc, xc, yc = pts[nxt]
+    depth_c = wall.depth(xc, yc)
+    if tc <= t_line or depth_c <= depth_a or depth_c > speed_in * (tc - t_line):
+        return []
+    return [(xa + vx * (u - ta), ya + vy * (u - ta)) for u in (t, t1)]
 
 
 def credited_by_sensor(track: Sequence[Point], pulse_times: Sequence[float], wall: Wall, reach_mm: float,

@@ -168,3 +168,64 @@ def test_a_pulse_among_shared_points_does_not_place_a_die_away_from_the_wall():
     # a that stopped 40 mm out is still a miss: its track never came within reach
     short = [(t, x - 20.0, y) for t, x, y in a]
     assert far_wall.decide([short, b], 2, WALL, BAND, [0.075], (0.0, 1.0), shared=[sh, sh], **args).struck is False
+
+
+def _fast_into_gap(depth_last: float = 28.0, v: float = 5000.0):
+    """A die at ``v`` mm/s towards the wall, last seen ``depth_last`` mm from its line (frame 4);
+    its next points (frames 9, 10) are ~120 mm out, coming back slowly: the frames between were
+    left out (the dice touched at the wall), so the straight path from frame 4 to frame 9 cuts
+    the bounce's corner (simulated camera, natural seed 26320)."""
+    t4 = 4 * DT
+    pts = [(k * DT, L - depth_last - v * (t4 - k * DT), 300.0) for k in range(5)]
+    return pts + [(9 * DT, L - 120.0, 310.0), (10 * DT, L - 135.0, 312.0)], t4
+
+
+def test_a_fast_die_last_seen_short_of_the_wall_is_carried_on_to_the_pulse():
+    tr, t4 = _fast_into_gap()
+    # 4 ms after its last frame at 5 m/s it is 8 mm from the line: at the wall
+    assert far_wall.at_wall_then(tr, t4 + 0.004, WALL, TOUCH) is True
+    # without carrying it on, the straight path to frame 9 puts it 32 mm out: away
+    old = far_wall.EXTRAPOLATE_S
+    try:
+        far_wall.EXTRAPOLATE_S = 0.0
+        assert far_wall.at_wall_then(tr, t4 + 0.004, WALL, TOUCH) is False
+    finally:
+        far_wall.EXTRAPOLATE_S = old
+    # never further than EXTRAPOLATE_S after the last point (here 30 ms): the straight path
+    assert far_wall.at_wall_then(tr, t4 + 0.03, WALL, TOUCH) is False
+    # at 1 m/s the 4 ms carry it 4 mm, to 36 mm out: away
+    slow, t4 = _fast_into_gap(depth_last=40.0, v=1000.0)
+    assert far_wall.at_wall_then(slow, t4 + 0.004, WALL, TOUCH) is False
+    # seen next where it was (it stopped there, or was stopped by the other die): not carried on
+    # (32 mm out at its last frame, 12 mm carried on)
+    tr, t4 = _fast_into_gap(depth_last=32.0)
+    assert far_wall.at_wall_then(tr, t4 + 0.004, WALL, TOUCH) is True
+    stopped = tr[:5] + [(9 * DT, L - 32.0, 300.0), (10 * DT, L - 32.0, 300.0)]
+    assert far_wall.at_wall_then(stopped, t4 + 0.004, WALL, TOUCH) is False
+    # seen next further out than it could have come back at 5 m/s: it turned before the wall
+    back_fast = tr[:5] + [(4 * DT + 0.008, L - 60.0, 300.0), (5 * DT, L - 100.0, 300.0)]
+    assert far_wall.at_wall_then(back_fast, t4 + 0.004, WALL, TOUCH) is False
+
+
+def test_a_die_moving_away_from_the_wall_is_not_carried_back_to_it():
+    tr, t4 = _fast_into_gap()
+    # the same points mirrored in time: last seen 28 mm out moving away at 5 m/s
+    away = [(1.0 - t, x, y) for t, x, y in reversed(tr)]
+    t_last = 1.0 - t4
+    assert far_wall.at_wall_then(away, t_last + 0.004, WALL, TOUCH) is False
+
+
+def test_a_die_placed_at_the_wall_by_close_frames_is_not_lost_to_a_gap_after_the_pulse():
+    """Two frames 4 ms apart (a frame and a bounce's turning point) put the die 6 mm from the
+    line at the pulse; its next point comes 0.104 s later (it touched the other die: those
+    points left out). The pulse stands for impacts up to 5 ms after it, which fall in that gap,
+    but one place at the wall is enough (simulated natural throw 24640: called far-wall-missed)."""
+    t = 0.212
+    tr = [(0.16, L - 240.0, 250.0), (0.208, L - 24.0, 243.0), (0.216, L + 11.0, 251.0), (0.32, L - 136.0, 359.0)]
+    assert far_wall.at_wall_then(tr, t, WALL, TOUCH, slack_s=0.005) is True
+    # nothing at the wall and the gap in the interval: cannot tell (the straight line is no place)
+    far = [(0.16, L - 240.0, 250.0), (0.208, L - 124.0, 243.0), (0.216, L - 100.0, 251.0), (0.32, L - 136.0, 359.0)]
+    assert far_wall.at_wall_then(far, t, WALL, TOUCH, slack_s=0.005) is None
+    # the same with the next frame in time: away
+    near = far[:3] + [(0.232, L - 130.0, 300.0)]
+    assert far_wall.at_wall_then(near, t, WALL, TOUCH, slack_s=0.005) is False
