@@ -245,7 +245,7 @@ def _at_wall_then(pts: Sequence[Point], t: float, wall: Wall, reach_mm: float, s
     where += [(x, y, True) for x, y in _carried_on(pts, first, t, t1, wall)]
     if any(wall.depth(x, y) <= reach_mm and wall.alongside(x, y, reach_mm) for x, y, placed in where if placed):
         return True
-    return None if not all(placed for _, _, placed in where) else False
+    return False if all(placed for _, _, placed in where) else None
 
 
 def _carried_on(pts: Sequence[Point], first: int, t: float, t1: float, wall: Wall) -> list[tuple[float, float]]:
