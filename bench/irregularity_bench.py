@@ -380,8 +380,7 @@ class Bench:
             right = dispute_is_right(states, profile, g.die_size)
         near_line = not right and dispute_call and near_dispute_line(states)
         wrong_value = got[0] == "roll" and (expected[0] != "roll" or got[2] != expected[2])
-        wrong_dice = got[0] == "roll" and expected[0] == "roll" and got[2] != expected[2]
-        return {"wrong_dice": wrong_dice, "scenario": th.scenario, "seed": th.seed, "expected": expected, "got": got, "right": right,
+        return {"wrong_dice": wrong_dice(expected, got), "scenario": th.scenario, "seed": th.seed, "expected": expected, "got": got, "right": right,
                 "near_line": near_line, "wrong_value": wrong_value, "notes": observed.notes,
                 "truth": [(s.value, s.rests_on, s.flat, s.struck_far_wall) for s in th.states],
                 "reads": seen.get("reads", [])}
@@ -474,6 +473,12 @@ def main(argv: list[str] | None = None) -> int:
     for k, (rows, profile) in enumerate(zip(by_profile, profiles)):
         report(rows, profile, args, elapsed, stopped, reader_stats=k == 0)
     return 0
+
+
+def wrong_dice(expected: tuple, got: tuple) -> bool:
+    """A valid roll published with other dice than the truth's valid roll (verdicts as
+    ``(kind, reason, dice)``)."""
+    return got[0] == "roll" and expected[0] == "roll" and got[2] != expected[2]
 
 
 def _row_json(row: dict, profile: str) -> dict:

@@ -61,20 +61,19 @@ def load_rows(paths: list[Path]) -> dict[str, dict[str, list[dict]]]:
             where = f"{path}:{n}"
             try:
                 raw = json.loads(line)
-                missing = [k for k in _KEYS if k not in raw]
-                if missing:
-                    raise RowsError(f"{where}: not a verdict of irregularity_bench --rows (no {', '.join(missing)})")
-                expected, got = _verdict(raw["expected"]), _verdict(raw["got"])
-            except (json.JSONDecodeError, TypeError, ValueError) as exc:
-                if isinstance(exc, RowsError):
-                    raise
+            except json.JSONDecodeError as exc:
                 raise RowsError(f"{where}: not a verdict of irregularity_bench --rows ({exc})") from None
-            row = {"scenario": raw["scenario"], "seed": int(raw["seed"]), "expected": expected, "got": got,
+            missing = [k for k in _KEYS if k not in raw] if isinstance(raw, dict) else list(_KEYS)
+            if missing:
+                raise RowsError(f"{where}: not a verdict of irregularity_bench --rows (no {', '.join(missing)})")
+            try:
+                expected, got, seed = _verdict(raw["expected"]), _verdict(raw["got"]), int(raw["seed"])
+            except (TypeError, ValueError) as exc:
+                raise RowsError(f"{where}: not a verdict of irregularity_bench --rows ({exc})") from None
+            row = {"scenario": raw["scenario"], "seed": seed, "expected": expected, "got": got,
                    "right": bool(raw["right"]), "wrong_value": bool(raw["wrong_value"]),
                    "near_line": bool(raw.get("near_line", False)), "notes": list(raw["notes"]),
-                   # the bench's own rows know it; from the file: a roll published with other dice
-                   "wrong_dice": got[0] == "roll" and expected[0] == "roll" and got[2] != expected[2],
-                   "truth": "(see the bench's output)", "reads": []}
+                   "wrong_dice": B.wrong_dice(expected, got), "truth": "(see the bench's output)", "reads": []}
             key = (row["scenario"], row["seed"], raw["profile"])
             if key in seen and (seen[key][0]["got"], seen[key][0]["expected"]) != (got, expected):
                 raise RowsError(f"{where}: {key} has another verdict at {seen[key][1]}")
