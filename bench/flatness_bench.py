@@ -9,7 +9,7 @@ sides), both, beside a chip stack (within 0.9 side of its edge), or on open felt
 prints how many dice not lying flat (tilt above 3 degrees) each estimate calls flat (P(flat) >=
 0.5), and how many flat dice each calls not flat: the face classifier's ``extra["p_flat"]`` and
 the tilt classifier's ``extra["p_flat_tilt"]``. The controller's choice between them by context
-(``Tolerances.tilt_decides_off_walls``, controller/irregularity.py; docs/irregularities.md,
+(``Tolerances.tilt_decides_off_walls``, controller/irregularity.py; docs/irregularities-log.md,
 fourteenth session) rests on these counts; run it on a rig's own camera model before changing it.
 
 Run::

@@ -62,7 +62,7 @@ class Tolerances:
             wall (simulated table, a sensor ringing at every contact: a quarter side gave 24
             valid rolls published wrongly in 3,000 truth-mode throws and 0 good throws called
             missed, 0 gave 4 and 5; 1,600 camera throws: 20 and 29 against 13 and 43;
-            docs/irregularities.md).
+            docs/irregularities-log.md).
         open_felt_is_flat: ``True``: a die the reader calls not flat with no object within
             reach (no chip stack, rail, chip bank or other die) is read flat (nothing can hold
             it cocked). ``False`` (default): its face is in dispute (boxperson): the objects on
@@ -138,7 +138,7 @@ class Tolerances:
             dice touching the other die and 23 of 193 flat dice on a one-chip stack not flat;
             the tilt classifier called all 198 dice cocked on a stack's edge or leaning on the
             other die not flat, 8 of those 316 flat dice not flat, and 31 of 94 dice leaning
-            on the rail's wall flat (hence not beside walls; docs/irregularities.md,
+            on the rail's wall flat (hence not beside walls; docs/irregularities-log.md,
             fourteenth session).
         tilt_room: a die read flat touching just a wall (the rail, the dice cup) and the other
             die lying flat beyond it, with less than this x side between the wall and the other
@@ -155,7 +155,7 @@ class Tolerances:
             window). Cocked-on-die went 185 -> 193 of 200 right under ny-5324 (seeds 2300-2399,
             never looked at: 91 -> 96 of 100), natural throws one boxperson call fewer in 200
             (10050-10249 and 10250-10449), no valid roll published wrongly in any scenario
-            (docs/irregularities.md, seventeenth session). 0: off.
+            (docs/irregularities-log.md, seventeenth session). 0: off.
         tilt_flat_beside_stacks: where the tilt classifier decides (``tilt_decides_off_walls``)
             for a die touching chip stacks only (no wall, not the other die), the die is flat
             when its P(flat) is at least this (0.5 elsewhere). Beside a stack the tilt
