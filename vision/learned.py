@@ -41,7 +41,6 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -49,6 +48,17 @@ import cv2
 import numpy as np
 
 from camera.base import check_image
+from vision import centres as _centres_mod
+from vision.centres import (  # noqa: F401  (re-exported: the reader's tuning constants in one place)
+    CENTRE_MIN, COARSE_PX, FIRST_PASS_PX, MAX_PASS_PX, MAX_SCALE, MIDPOINT_SIDES, NMS_DETECTOR, STRIDE,
+    TARGET_BOX_PX,
+)
+from vision.centres import distances as _distances
+from vision.centres import greedy as _greedy
+from vision.crops import (  # noqa: F401  (re-exported for vision.train and the tests)
+    AREA_BELOW, AREA_KEEP, CROP, WINDOW, crop_dice, crop_die, standardise, turns, window_source,
+)
+from vision.onnx_net import MeanNet, OnnxNet
 from vision.types import DieReading
 
 MODEL_DIR = Path(__file__).resolve().parent / "models"
@@ -99,29 +109,6 @@ COCKED_AGREE = 0.9
 #: another face than the face classifier's at least this (:func:`_read_cocked`).
 DISAGREE_TILTED = 0.5
 
-#: Classifier input side (pixels) and the window it sees, in die box sides.
-CROP = 48
-WINDOW = 1.25
-STRIDE = 4
-#: A classifier window shrunk below AREA_BELOW x is first reduced by pixel-area averaging to
-#: AREA_KEEP x the final scale (:func:`crop_die`).
-AREA_BELOW = 0.6
-AREA_KEEP = 0.8
-#: Die box side (pixels) at which the detector is run; it was trained on 7..34.
-TARGET_BOX_PX = 18.0
-#: Long side (pixels) of the coarse pass that measures the dice when their size is unknown.
-COARSE_PX = 115
-#: Long side (pixels) of the first pass when the coarse pass finds no die.
-FIRST_PASS_PX = 288
-#: Largest scale (upsampling) and long side (pixels) of a detection pass.
-MAX_SCALE = 1.5
-MAX_PASS_PX = 1024
-#: Two detector peaks closer than this many die boxes are one candidate (the stronger);
-#: peaks further apart are both classified, and :func:`read_dice_learned` keeps, of two
-#: candidates within half a die, the one the classifier reads best.
-NMS_DETECTOR = 0.25
-#: Lowest centre-heat peak taken as a die candidate.
-CENTRE_MIN = 0.15
 #: Centre-heat peak above which a candidate the classifier rejects is still a die (unread)...
 CENTRE_SURE = 0.7
 #: ...unless the classifier is this sure it is no die (casino chips, prints, tray corners).
@@ -177,10 +164,6 @@ SMALLER_MIN_BOX = 14.0
 FALLBACK_WINDOW = 3.0
 #: Class index of "not one readable die".
 NOT_A_FACE = 6
-#: Two detector peaks closer than this many die sides (not boxes) are also tried at their
-#: midpoint: the detector can peak on each pip of a 2 (or the end pips of a 3) and not on the
-#: die's centre; two separate dice are never closer than one side (:func:`_add_midpoints`).
-MIDPOINT_SIDES = 0.9
 #: A candidate the classifier cannot yet read is classified again, up to this many times, at
 #: the centre and size its geometry outputs give (:func:`_refine_unsure`): a window that
 #: starts on one pip moves onto the die in two or three steps.
@@ -190,53 +173,6 @@ REFINE_STEPS = 3
 def models_present() -> bool:
     """True when both ONNX files are in ``vision/models``."""
     return CENTRES_ONNX.is_file() and FACES_ONNX.is_file()
-
-
-class OnnxNet:
-    """One ONNX network on the CPU: ``net(x)`` -> its first output.
-
-    Runs on onnxruntime when it is installed (about twice as fast as OpenCV's dnn module on
-    these nets, same outputs to 1e-6), else on ``cv2.dnn`` (e.g. 32-bit Raspberry Pi OS, for
-    which onnxruntime has no wheels). onnxruntime uses ``cv2.getNumThreads()`` threads at
-    creation, so ``cv2.setNumThreads(1)`` before the first read makes both run on one core.
-
-    Args:
-        path: the ``.onnx`` file.
-        runtime: ``"onnxruntime"``, ``"cv2"`` or ``None`` (the first available).
-
-    Raises:
-        FileNotFoundError: no file at ``path``.
-        ImportError: ``runtime="onnxruntime"`` and it is not installed.
-    """
-
-    def __init__(self, path: Path, runtime: str | None = None) -> None:
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"ONNX model missing: {path}")
-        self.path = Path(path)
-        if runtime in (None, "onnxruntime"):
-            try:
-                import onnxruntime as ort
-            except ImportError:
-                if runtime == "onnxruntime":
-                    raise
-            else:
-                opts = ort.SessionOptions()
-                opts.intra_op_num_threads = max(1, cv2.getNumThreads())
-                opts.inter_op_num_threads = 1
-                self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-                self._input = self._session.get_inputs()[0].name
-                self.runtime = "onnxruntime"
-                return
-        self._net = cv2.dnn.readNetFromONNX(str(path))
-        self.runtime = "cv2"
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """float32 ``(N, C, H, W)`` -> the first output, float32 (shape by network)."""
-        x = np.ascontiguousarray(x, dtype=np.float32)
-        if self.runtime == "onnxruntime":
-            return self._session.run(None, {self._input: x})[0]
-        self._net.setInput(x)
-        return self._net.forward()
 
 
 @functools.lru_cache(maxsize=1)
@@ -252,25 +188,6 @@ def _nets() -> tuple[OnnxNet, OnnxNet]:
     # networks, not in the first verdict whose die goes to the classical fallback.
     cv2.cvtColor(np.zeros((1, 1, 3), np.uint8), cv2.COLOR_BGR2LAB)
     return OnnxNet(CENTRES_ONNX), OnnxNet(FACES_ONNX)
-
-
-class MeanNet:
-    """Networks of one output shape, averaged: ``net(x)`` -> the mean of their outputs.
-
-    Args:
-        nets: :class:`OnnxNet` (or any callables ``x -> np.ndarray``), at least one.
-
-    Raises:
-        ValueError: no network given.
-    """
-
-    def __init__(self, nets: list) -> None:
-        if not nets:
-            raise ValueError("MeanNet needs at least one network")
-        self.nets = list(nets)
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        return sum(net(x) for net in self.nets) / len(self.nets)
 
 
 @functools.lru_cache(maxsize=1)
@@ -460,218 +377,26 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
     return out
 
 
-def standardise(crops: np.ndarray) -> np.ndarray:
-    """uint8 ``(N, CROP, CROP, 3)`` BGR crops -> float32 ``(N, 3, CROP, CROP)``, each crop
-    shifted to mean 0 and scaled to standard deviation 1 (over all its pixels and channels)."""
-    x = crops.astype(np.float32)
-    m = x.mean(axis=(1, 2, 3), keepdims=True)
-    s = x.std(axis=(1, 2, 3), keepdims=True)
-    x = (x - m) / np.maximum(s, 4.0)
-    return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
-
-
-#: ``cv2.rotate`` codes of the 90-degree turns ``k`` of :func:`turns` (``np.rot90``'s sense).
-_ROTATE = {1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180, 3: cv2.ROTATE_90_CLOCKWISE}
-
-
-def turns(crops: np.ndarray, ks: range | tuple[int, ...]) -> np.ndarray:
-    """The crops turned by ``k`` x 90 degrees for each ``k`` of ``ks`` (0..3), one after the
-    other: uint8 ``(len(ks) * N, H, W, C)`` from ``(N, H, W, C)``, equal to
-    ``np.concatenate([np.rot90(crops, k, axes=(1, 2)) for k in ks])`` (pixels moved, not
-    resampled), about 5x faster (``cv2.rotate`` into one array)."""
-    n = len(crops)
-    out = np.empty((len(ks) * n,) + crops.shape[1:], crops.dtype)
-    for j, k in enumerate(ks):
-        for i in range(n):
-            if k % 4 == 0:
-                out[j * n + i] = crops[i]
-            else:
-                cv2.rotate(crops[i], _ROTATE[k % 4], dst=out[j * n + i])
-    return out
-
-
-def crop_dice(img: np.ndarray, boxes, window_boxes: float | None = None) -> np.ndarray:
-    """:func:`crop_die` of every ``(x, y, box side, ...)`` of ``boxes`` (pixels): uint8
-    ``(len(boxes), CROP, CROP, 3)``, written into one array. ``window_boxes``: the window in
-    boxes (``None``: :data:`WINDOW`, the face classifier's; :data:`TILT_WINDOW` gives
-    :func:`crop_tilt`'s crops, :data:`COCKED_WINDOW` :func:`cocked_faces`')."""
-    out = np.empty((len(boxes), CROP, CROP, 3), np.uint8)
-    for i, b in enumerate(boxes):
-        out[i] = crop_die(img, b[0], b[1], b[2] if window_boxes is None else b[2] * window_boxes / WINDOW)
-    return out
-
-
-def crop_die(img: np.ndarray, cx: float, cy: float, size: float, angle_deg: float = 0.0) -> np.ndarray:
-    """The classifier's view of a die: uint8 ``(CROP, CROP, 3)``, a window of
-    ``WINDOW * size`` pixels around ``(cx, cy)`` (pixels) rotated by ``angle_deg`` (degrees),
-    bilinear.
-
-    A window shrunk below :data:`AREA_BELOW` x is first reduced by pixel-area averaging
-    (``cv2.INTER_AREA``) to :data:`AREA_KEEP` x the final scale, so the crop is anti-aliased
-    and as sharp as a small die's. Before, such a window was sampled bilinearly and then
-    blurred by 0.35 / scale output pixels: a die 270 px across (the oblique webcam photos
-    scaled 2.5x) came out blurred to sigma 2.5 px, and 4 of 155 held-out dice read wrong
-    (2s as 3s), none with this crop.
-    """
-    sc = CROP / (WINDOW * size)
-    m = cv2.getRotationMatrix2D((cx, cy), angle_deg, sc)
-    m[0, 2] += CROP / 2 - cx
-    m[1, 2] += CROP / 2 - cy
-    src, m_src = window_source(img, m, cx, cy, WINDOW * size)
-    return cv2.warpAffine(src, m_src, (CROP, CROP), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT101)
-
-
 def crop_tilt(img: np.ndarray, cx: float, cy: float, size: float, angle_deg: float = 0.0) -> np.ndarray:
     """The tilt classifier's view of a die of box side ``size`` (pixels) at ``(cx, cy)``:
     :func:`crop_die` with a window of :data:`TILT_WINDOW` boxes; uint8 ``(CROP, CROP, 3)``."""
     return crop_die(img, cx, cy, size * TILT_WINDOW / WINDOW, angle_deg)
 
 
-def window_source(img: np.ndarray, m: np.ndarray, cx: float, cy: float, window: float,
-                  prepare: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The pixels a classifier window is sampled from, and the matrix to sample them with.
-
-    Args:
-        img: uint8 ``(H, W, 3)`` frame.
-        m: float ``(2, 3)`` affine matrix from frame pixels to the crop (scale = crop side /
-            ``window``).
-        cx, cy: the window's centre (frame pixels); window: its side (frame pixels).
-        prepare: applied to the patch under the window at its own resolution first (training:
-            JPEG compression); a patch is then cut even when the window is not shrunk.
-
-    Returns:
-        ``(src, m_src)``: ``img`` and ``m`` unchanged, or, for a window shrunk below
-        :data:`AREA_BELOW` x (or with ``prepare``), the patch under the (turned) window,
-        prepared and reduced by pixel-area averaging to :data:`AREA_KEEP` x the final scale,
-        with ``m`` composed onto it. Used by :func:`crop_die` and by the training crops
-        (``vision.train.online``), so both sample alike.
-    """
-    sc = float(np.hypot(m[0, 0], m[0, 1]))
-    if sc >= AREA_BELOW and prepare is None:
-        return img, m
-    h, w = img.shape[:2]
-    r = int(np.ceil(0.75 * window)) + 2        # the turned window's half-diagonal
-    x0, y0 = max(0, int(cx) - r), max(0, int(cy) - r)
-    x1, y1 = min(w, int(cx) + r + 1), min(h, int(cy) + r + 1)
-    if x1 - x0 < 2 or y1 - y0 < 2:
-        return img, m
-    src = np.ascontiguousarray(img[y0:y1, x0:x1])
-    if prepare is not None:
-        src = prepare(src)
-    fx = fy = 1.0
-    if sc < AREA_BELOW:
-        f = sc / AREA_KEEP
-        pw, ph = max(1, int(round((x1 - x0) * f))), max(1, int(round((y1 - y0) * f)))
-        src = cv2.resize(src, (pw, ph), interpolation=cv2.INTER_AREA)
-        fx, fy = pw / (x1 - x0), ph / (y1 - y0)
-    # patch pixel (u, v) is frame pixel (x0 + (u + 0.5) / fx - 0.5, y0 + (v + 0.5) / fy - 0.5)
-    m_src = np.empty_like(m)
-    m_src[:, 0] = m[:, 0] / fx
-    m_src[:, 1] = m[:, 1] / fy
-    m_src[:, 2] = m[:, :2] @ np.array([x0 + 0.5 / fx - 0.5, y0 + 0.5 / fy - 0.5]) + m[:, 2]
-    return src, m_src
 
 
 def _centres(img: np.ndarray, s: float) -> tuple[list[tuple[float, float, float, float]], float]:
-    """Detector pass at scale ``s``: ``[(x, y, box side, score)]`` in frame pixels."""
-    h, w = img.shape[:2]
-    nw, nh = max(8, int(round(w * s / 8)) * 8), max(8, int(round(h * s / 8)) * 8)
-    sx, sy = nw / w, nh / h
-    small = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_AREA if sx < 1 else cv2.INTER_LINEAR)
-    det, _ = _nets()
-    out = det(cv2.dnn.blobFromImage(small, 1.0 / 255.0))[0]
-    heat, logsize = out[0], out[1]
-    peaks = (heat >= CENTRE_MIN) & (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8)))
-    gh, gw = heat.shape
-    v, u = np.nonzero(peaks)
-    c = heat[v, u].astype(np.float64)
-    # sub-cell peak: a parabola through the peak and its two neighbours along each axis
-    du = _vertex(c, heat[v, np.maximum(u - 1, 0)], heat[v, np.minimum(u + 1, gw - 1)], (u > 0) & (u < gw - 1))
-    dv = _vertex(c, heat[np.maximum(v - 1, 0), u], heat[np.minimum(v + 1, gh - 1), u], (v > 0) & (v < gh - 1))
-    x = (STRIDE * (u + du) + 1.5) / sx
-    y = (STRIDE * (v + dv) + 1.5) / sy
-    size = np.exp(logsize[v, u]).astype(np.float64) / ((sx + sy) / 2)   # exp in float32
-    order = np.argsort(-c, kind="stable")                               # strongest first
-    x, y, size, c = x[order], y[order], size[order], c[order]
-    # of two peaks closer than NMS_DETECTOR x the smaller box, the stronger
-    keep = _greedy(_distances(x, y) <= NMS_DETECTOR * np.minimum(size[:, None], size[None, :]))
-    return list(zip(x[keep].tolist(), y[keep].tolist(), size[keep].tolist(), c[keep].tolist())), (sx + sy) / 2
-
-
-def _vertex(c: np.ndarray, a: np.ndarray, b: np.ndarray, inside: np.ndarray) -> np.ndarray:
-    """Offset (cells, float64 ``(n,)`` in -0.5..0.5) of the vertex of the parabola through
-    ``(-1, a)``, ``(0, c)``, ``(1, b)`` (heat values, ``(n,)``), 0 where not ``inside`` the map or
-    where the peak is flat (curvature ``2c - a - b`` <= 1e-6)."""
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    den = 2 * c - a - b
-    ok = inside & (den > 1e-6)
-    return np.where(ok, np.clip((b - a) / (2 * np.where(ok, den, 1.0)), -0.5, 0.5), 0.0)
-
-
-def _distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """float64 ``(n, n)``: the distance of points ``i`` and ``j`` (``x``, ``y``: float ``(n,)``,
-    pixels), ``np.hypot(x[i] - x[j], y[i] - y[j])``."""
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    return np.hypot(x[:, None] - x[None, :], y[:, None] - y[None, :])
-
-
-def _greedy(near: np.ndarray) -> list[int]:
-    """Greedy suppression in index order: the indices ``i`` kept, each not ``near[i, k]`` any
-    ``k`` kept before it (``near``: bool ``(n, n)``, symmetric)."""
-    keep: list[int] = []
-    for i in range(len(near)):
-        if not near[i, keep].any():
-            keep.append(i)
-    return keep
+    """:func:`vision.centres.centres` with the shipped centre detector."""
+    return _centres_mod.centres(img, s, _nets()[0])
 
 
 def _find(img: np.ndarray, expected_side_px: float | None) -> list[tuple[float, float, float, float]]:
-    """Candidates ``[(x, y, box side, centre score)]`` in frame pixels, best first.
-
-    With ``expected_side_px`` (calibration), one pass at the scale that makes a die
-    :data:`TARGET_BOX_PX` across. Without it, a coarse pass (long side :data:`COARSE_PX`,
-    ~1/6 of the cost) measures the dice, then one pass at the scale they give; a pass
-    whose dice come out far from the target size is repeated once at the corrected scale.
-    Dice too big for a fixed first pass (close camera, small frame) are found whole this
-    way, not as their pips."""
-    h, w = img.shape[:2]
-    if expected_side_px:
-        # A die's box is 1..1.41 sides (turned) plus a little perspective: ~1.2 sides.
-        s = TARGET_BOX_PX / (1.2 * float(expected_side_px))
-        return _centres(img, s)[0]
-    top = min(MAX_SCALE, MAX_PASS_PX / max(h, w))
-    sc = min(1.0, COARSE_PX / max(h, w))
-    coarse, sc_eff = _centres(img, sc)
-    if coarse:
-        s1 = min(top, sc * TARGET_BOX_PX / (float(np.median([f[2] for f in coarse])) * sc_eff))
-        if abs(np.log(s1 / sc)) <= 0.2:
-            return coarse
-    else:
-        s1 = min(1.0, FIRST_PASS_PX / max(h, w))
-    found, s_eff = _centres(img, s1)
-    if found:
-        m = float(np.median([f[2] for f in found])) * s_eff
-        s2 = min(top, s1 * TARGET_BOX_PX / m)
-        if not 0.65 * TARGET_BOX_PX <= m <= 1.6 * TARGET_BOX_PX and abs(np.log(s2 / s1)) > 0.2:
-            found = _centres(img, s2)[0]
-    return found
+    """:func:`vision.centres.find` with the shipped centre detector: candidates
+    ``[(x, y, box side, centre score)]`` in frame pixels, best first."""
+    return _centres_mod.find(img, expected_side_px, _nets()[0])
 
 
-def _add_midpoints(found: list[tuple[float, float, float, float]]
-                   ) -> list[tuple[float, float, float, float]]:
-    """``found`` plus, for every two candidates closer than :data:`MIDPOINT_SIDES` die sides
-    (box / 1.2), a candidate at their midpoint (box side and score: the pair's larger). The
-    classifier-aware suppression in :func:`read_dice_learned` then keeps the best read."""
-    if len(found) < 2:
-        return list(found)
-    x, y, size = (np.array([f[k] for f in found], np.float64) for k in range(3))
-    side = np.minimum(size[:, None], size[None, :]) / 1.2
-    close = np.triu(_distances(x, y) < MIDPOINT_SIDES * side, 1)
-    extra = []
-    for i, j in zip(*np.nonzero(close)):
-        a, b = found[i], found[j]
-        extra.append(((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, max(a[2], b[2]), max(a[3], b[3])))
-    return found + extra
+_add_midpoints = _centres_mod.add_midpoints
 
 
 def _classify(img: np.ndarray, found: list[tuple[float, float, float, float]]
