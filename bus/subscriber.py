@@ -435,7 +435,18 @@ class RollSubscriber:
             if frames[0] != env["topic"].encode("ascii", "replace"):
                 self._reject("malformed", f"live: frame topic {frames[0][:64]!r} != envelope topic {env['topic']!r}")
                 continue
+            if env["topic"] == envmod.REPLAY_HEADER:
+                self._misplaced(env, "live")
+                continue
             self._offer(env, "live")
+
+    def _misplaced(self, env: dict, source: str) -> None:
+        """Reject (``malformed``) a genuine signed envelope of a bus-only topic where the table
+        never sends one: a replay header anywhere but at the head of a batch, a heartbeat inside
+        a batch. Its seq is the table's head, so, taken as a message, it would be delivered in
+        place of the roll with that seq, and the roll dropped as a duplicate."""
+        self._reject("malformed", f"{source}: a {env['topic']!r} envelope (seq {env['seq']}) where the table "
+                                  "never sends one (a genuine one sent again?)")
 
     def _retry_connections(self) -> None:
         now = time.monotonic()
@@ -526,7 +537,9 @@ class RollSubscriber:
             self._head = max(self._head, head)
             for wire in frames[2:]:
                 env = self._accept(wire, "replay")
-                if env is not None:
+                if env is not None and env["topic"] in envmod.RESERVED_TOPICS:
+                    self._misplaced(env, "replay")
+                elif env is not None:
                     self.stats["replayed"] += 1
                     self._offer(env, "replay")
             if self._check is not None and start <= self._check[0] < first:

@@ -1,0 +1,135 @@
+"""Roll bus under attack: genuine signed envelopes used out of place, oversized frames,
+corrupted journals and state files, restarts mid-stream. Loopback / ipc only; every loop is
+bounded in count and time."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import zmq
+
+from bus import envelope as envmod
+from bus.config import BusConfig, free_tcp_ports
+from bus.journal import Journal, JournalError
+from bus.keys import key_files, load_curve_public, load_curve_secret, load_signing_key
+from bus.publisher import RollPublisher
+from bus.subscriber import BusError, RollSubscriber
+
+
+def _drain(sub: RollSubscriber, n: int, timeout_s: float = 5.0, ack: bool = True) -> list[dict]:
+    out: list[dict] = []
+    deadline = time.monotonic() + timeout_s
+    while len(out) < n and time.monotonic() < deadline:
+        env = sub.receive(0.05)
+        if env is not None:
+            out.append(env)
+            if ack:
+                sub.ack(env["seq"])
+    return out
+
+
+def _client(ctx: zmq.Context, cfg: BusConfig, kind: int, key: str = "settlement") -> zmq.Socket:
+    s = ctx.socket(kind)
+    s.setsockopt(zmq.LINGER, 0)
+    s.curve_serverkey = load_curve_public(key_files(cfg.keys_dir, cfg.table_key).curve_public)
+    s.curve_publickey, s.curve_secretkey = load_curve_secret(key_files(cfg.keys_dir, key).curve_secret)
+    return s
+
+
+def _fake_xpub(ctx: zmq.Context, cfg: BusConfig) -> zmq.Socket:
+    """An attacker's XPUB holding the table's CURVE server key (so the transport admits it)."""
+    x = ctx.socket(zmq.XPUB)
+    x.setsockopt(zmq.LINGER, 0)
+    x.curve_publickey, x.curve_secretkey = load_curve_secret(key_files(cfg.keys_dir, cfg.table_key).curve_secret)
+    x.curve_server = True
+    x.bind(cfg.pub_endpoint)
+    return x
+
+
+def _genuine_header_and_roll(cfg: BusConfig) -> tuple[bytes, bytes]:
+    """Ask the real table (as an allow-listed subscriber may) for a replay from seq 1: returns
+    the genuine signed header (seq = head = 1) and the genuine roll 1."""
+    ctx = zmq.Context()
+    d = _client(ctx, cfg, zmq.DEALER)
+    d.connect(cfg.replay_endpoint)
+    try:
+        d.send_multipart([b"REPLAY", json.dumps({"from": 1, "nonce": "attacker"}).encode()])
+        assert d.poll(5000)
+        frames = d.recv_multipart()
+        assert frames[0] == b"BATCH" and len(frames) == 3
+        return frames[1], frames[2]
+    finally:
+        d.close(0)
+        ctx.term()
+
+
+# -- genuine signatures out of place ----------------------------------------------------------
+def test_a_genuine_replay_header_on_the_live_stream_is_not_delivered_in_place_of_a_roll(tmp_path: Path):
+    """A holder of the table's CURVE key and of an allow-listed subscriber key asks the table
+    for a replay and gets a genuine signed header whose seq is the journal's head (here 1, the
+    roll not yet delivered). Sent on the live stream before the roll, it must be rejected:
+    before the fix it was delivered as seq 1 (topic "replay-header", which settlement ignores)
+    and the genuine roll 1 was then dropped as a duplicate: a roll lost without an alarm."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5)
+    with RollPublisher(cfg) as pub:
+        pub.publish("roll", {"n": 1})
+        header, roll1 = _genuine_header_and_roll(cfg)
+    p1, p2 = free_tcp_ports(2)
+    inj = cfg.model_copy(update={"pub_endpoint": f"tcp://127.0.0.1:{p1}", "replay_endpoint": f"tcp://127.0.0.1:{p2}"})
+    ctx = zmq.Context()
+    x = _fake_xpub(ctx, inj)
+    try:
+        alarms: list = []
+        with RollSubscriber(inj, tmp_path / "s.sqlite", on_alarm=lambda c, d: alarms.append((c, d))) as sub:
+            assert x.poll(5000) and x.recv()[:1] == b"\x01"
+            x.send_multipart([envmod.REPLAY_HEADER.encode(), header])
+            x.send_multipart([b"roll", roll1])
+            got = _drain(sub, 2, timeout_s=1.5)
+            assert [(e["seq"], e["topic"]) for e in got] == [(1, "roll")]
+            assert sub.rejections.get("malformed", 0) == 1
+            assert any(c == "rejected" and "replay-header" in d["detail"] for c, d in alarms)
+    finally:
+        x.close(0)
+        ctx.term()
+
+
+def test_a_genuine_replay_header_inside_a_replay_batch_is_not_delivered(tmp_path: Path):
+    """The same genuine header placed among a batch's envelopes (by a fake replay server
+    holding the table's CURVE key, answering with the subscriber's own nonce on a genuine
+    header it relays) is rejected, not delivered as a message."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5)
+    with RollPublisher(cfg) as pub:
+        pub.publish("roll", {"n": 1})
+        stolen, roll1 = _genuine_header_and_roll(cfg)
+    p1, p2 = free_tcp_ports(2)
+    inj = cfg.model_copy(update={"pub_endpoint": f"tcp://127.0.0.1:{p1}", "replay_endpoint": f"tcp://127.0.0.1:{p2}"})
+    ctx = zmq.Context()
+    r = ctx.socket(zmq.ROUTER)
+    r.setsockopt(zmq.LINGER, 0)
+    r.curve_publickey, r.curve_secretkey = load_curve_secret(key_files(cfg.keys_dir, cfg.table_key).curve_secret)
+    r.curve_server = True
+    r.bind(inj.replay_endpoint)
+    try:
+        with RollSubscriber(inj, tmp_path / "s.sqlite") as sub:
+            assert r.poll(5000)
+            ident, kind, req = r.recv_multipart()
+            assert kind == b"REPLAY"
+            # relay the subscriber's request to the real table: a genuine header with its nonce
+            with RollPublisher(cfg):
+                c2 = zmq.Context()
+                d = _client(c2, cfg, zmq.DEALER)
+                d.connect(cfg.replay_endpoint)
+                d.send_multipart([b"REPLAY", req])
+                assert d.poll(5000)
+                real = d.recv_multipart()
+                d.close(0)
+                c2.term()
+            r.send_multipart([ident, b"BATCH", real[1], stolen, roll1])
+            got = _drain(sub, 2, timeout_s=1.5)
+            assert [(e["seq"], e["topic"]) for e in got] == [(1, "roll")]
+            assert sub.rejections.get("malformed", 0) == 1
+    finally:
+        r.close(0)
+        ctx.term()
