@@ -37,6 +37,7 @@ class JournalError(Exception):
 
 
 def _connect(path: Path, *, readonly: bool = False, synchronous: str = "FULL") -> sqlite3.Connection:
+    conn = None
     try:
         if readonly:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, timeout=10)
@@ -50,7 +51,13 @@ def _connect(path: Path, *, readonly: bool = False, synchronous: str = "FULL") -
                 raise JournalError(f"{path}: cannot switch to WAL mode (got {mode})")
         conn.execute(f"PRAGMA synchronous={synchronous}")
         return conn
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, JournalError) as exc:
+        if conn is not None:
+            # closed at once: a connection kept alive by this exception's traceback held its
+            # lock, and a later open in this process (the file repaired) was "database is locked"
+            conn.close()
+        if isinstance(exc, JournalError):
+            raise
         raise JournalError(f"{path}: not a usable SQLite journal: {exc}") from exc
 
 
@@ -65,7 +72,8 @@ class Journal:
             connection and calls :meth:`checkpoint` from its background thread, so no publish
             waits for a checkpoint.
     Raises:
-        JournalError: unreadable or foreign file.
+        JournalError: unreadable or foreign file, or a damaged one (``last_seq`` not a number or
+            below a sequence number it holds); the message names the file.
     """
 
     def __init__(self, path: Path, *, readonly: bool = False, autocheckpoint: bool = True):
@@ -81,9 +89,19 @@ class Journal:
                 self._conn.execute("INSERT OR IGNORE INTO meta VALUES('last_seq', '0')")
                 self._conn.execute("COMMIT")
             self.journal_id = self._meta("journal_id")
+            last = self._meta("last_seq")
+            if not (last.isascii() and last.isdigit()):
+                raise JournalError(f"{self.path}: damaged journal: last_seq {last[:40]!r} is not a number")
+            top = self._conn.execute("SELECT MAX(seq) FROM messages").fetchone()[0]
+            if top is not None and int(top) > int(last):
+                raise JournalError(f"{self.path}: damaged journal: it holds seq {top} beyond its last_seq {last} "
+                                   "(the next message would reuse a sequence number)")
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise JournalError(f"{self.path}: not a bus journal: {exc}") from exc
+        except JournalError:
+            self._conn.close()
+            raise
 
     def _meta(self, key: str) -> str:
         row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()

@@ -93,8 +93,14 @@ class RollSubscriber:
         self._verify = load_verify_key(kf_table.sign_public)
         public, secret = load_curve_secret(kf_sub.curve_secret)
         self._state = self._open_state(Path(state_path), durable=resume_after is None)
-        self.journal_id: str | None = self._get("journal_id")
-        applied = int(self._get("last_applied") or 0)
+        try:
+            self.journal_id: str | None = self._get("journal_id")
+            applied = int(self._get("last_applied") or 0)
+            if applied < 0:
+                raise ValueError(f"last_applied {applied} is negative")
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            self._state.close()
+            raise sqlite3.DatabaseError(f"{state_path}: not a usable bus state file: {exc}") from exc
         if resume_after is not None:
             if type(resume_after) is not int or resume_after < 0:
                 raise ValueError(f"resume_after must be an int >= 0: {resume_after!r}")
@@ -153,13 +159,22 @@ class RollSubscriber:
     # -- state file -------------------------------------------------------------------------
     @staticmethod
     def _open_state(path: Path, durable: bool) -> sqlite3.Connection:
+        """Open (create) the state file.
+
+        Raises:
+            sqlite3.DatabaseError: naming ``path``, when it is not a usable SQLite file.
+        """
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=10)
-        conn.execute("PRAGMA journal_mode=WAL")
-        # FULL: fsync at every ack. With resume_after the application's own record is the
-        # authority on restart, so the state only has to survive a process crash (NORMAL).
-        conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        conn.execute("CREATE TABLE IF NOT EXISTS bus_state(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: fsync at every ack. With resume_after the application's own record is the
+            # authority on restart, so the state only has to survive a process crash (NORMAL).
+            conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            conn.execute("CREATE TABLE IF NOT EXISTS bus_state(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise sqlite3.DatabaseError(f"{path}: not a usable bus state file: {exc}") from exc
         return conn
 
     def _get(self, key: str) -> str | None:

@@ -133,3 +133,82 @@ def test_a_genuine_replay_header_inside_a_replay_batch_is_not_delivered(tmp_path
     finally:
         r.close(0)
         ctx.term()
+
+
+
+# -- damaged journal and state files ----------------------------------------------------------
+def _journal_with(path: Path, n: int) -> bytes:
+    """A journal of ``n`` messages, checkpointed into the file alone; returns its bytes."""
+    j = Journal(path)
+    for _ in range(n):
+        j.append("roll", lambda seq, jid: ("2026-01-01T00:00:00+00:00", b"x" * 400))
+    j.checkpoint()
+    j.close()
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("cut", [100, 4096, 20000])
+def test_a_truncated_journal_is_named_and_a_failed_open_leaves_no_lock_behind(tmp_path: Path, cut):
+    """A journal cut short (a full disk, a bad copy) is refused with a JournalError naming the
+    file. Before, the refused connection stayed open (kept alive by the exception): the same
+    file, emptied in place to start a new journal, then failed with "database is locked" after
+    a 10 s wait instead of opening."""
+    p = tmp_path / "journal.sqlite"
+    good = _journal_with(p, 60)
+    assert len(good) > cut
+    p.write_bytes(good[:cut])
+    with pytest.raises(JournalError, match=r"journal\.sqlite: not a usable SQLite journal: .*malformed") as ei:
+        Journal(p)
+    with open(p, "r+b") as f:      # emptied in place (same inode) while the exception is held
+        f.truncate(0)
+    t0 = time.monotonic()
+    j = Journal(p)
+    assert j.last_seq == 0 and time.monotonic() - t0 < 5
+    j.close()
+    assert ei.value is not None
+
+
+def test_a_damaged_journal_last_seq_is_refused_at_open(tmp_path: Path):
+    """``meta.last_seq`` below the seqs held (or not a number): before, the publisher started and
+    every publish failed with "UNIQUE constraint failed" (or a bare ValueError at start); now
+    the journal is refused at open, naming the file and the problem."""
+    import sqlite3
+
+    cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=5)
+    _journal_with(cfg.journal_path, 10)
+    c = sqlite3.connect(cfg.journal_path)
+    c.execute("UPDATE meta SET value='5' WHERE key='last_seq'")
+    c.commit()
+    with pytest.raises(JournalError, match="holds seq 10 beyond its last_seq 5"):
+        RollPublisher(cfg)
+    c.execute("UPDATE meta SET value='abc' WHERE key='last_seq'")
+    c.commit()
+    c.close()
+    with pytest.raises(JournalError, match="last_seq 'abc' is not a number"):
+        RollPublisher(cfg)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "last_applied"])
+def test_a_damaged_subscriber_state_file_is_named(tmp_path: Path, damage):
+    """A garbage state file raised a bare sqlite3.DatabaseError "file is not a database" (which
+    file? settlement opens its ledger too); a non-numeric last_applied a bare ValueError. Both now
+    raise sqlite3.DatabaseError naming the state file."""
+    import os
+    import sqlite3
+
+    cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=5)
+    with RollPublisher(cfg):
+        pass
+    state = tmp_path / "bus-state.sqlite"
+    if damage == "garbage":
+        state.write_bytes(os.urandom(8192))
+    else:
+        c = sqlite3.connect(state)
+        c.execute("CREATE TABLE bus_state(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        c.execute("INSERT INTO bus_state VALUES('last_applied', 'x')")
+        c.commit()
+        c.close()
+    with pytest.raises(sqlite3.DatabaseError, match=r"bus-state\.sqlite: not a usable bus state file"):
+        RollSubscriber(cfg, state)
