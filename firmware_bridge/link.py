@@ -71,6 +71,8 @@ COMMAND_TYPES = frozenset({MsgType.SET_LAMPS, MsgType.SHAKER})
 NAK_HOLDOFF_S = 0.002
 #: Read timeout of the port: the granularity of the I/O thread's timers, seconds.
 POLL_S = 0.005
+#: Minimum gap between two WARNING lines about frames refused with a matching CRC, seconds.
+REFUSED_LOG_S = 5.0
 
 
 class LinkState(str, enum.Enum):
@@ -171,6 +173,7 @@ class LinkStats:
     naks_tx: int = 0
     retransmissions: int = 0
     stale_acks: int = 0
+    refused_frames: int = 0
     duplicate_events: int = 0
     reconnects: int = 0
     commands_ok: int = 0
@@ -244,6 +247,8 @@ class FirmwareLink:
         self._sync: collections.deque[tuple[float, float, int]] = collections.deque(maxlen=16)
         self._last_rx = 0.0
         self._last_nak = -1.0
+        self._refused_logged = -REFUSED_LOG_S
+        self._refused_held = 0
         self._backoff = config.reconnect_initial_s
         self._next_connect = 0.0
         self._write_error: str | None = None
@@ -619,9 +624,12 @@ class FirmwareLink:
                     self._last_nak = now
                     self._stats.naks_tx += 1
                     self._send(Nak(0, 0, NakReason.BAD_FRAME))
-            elif item.frame.type in [int(t) for t in SEQUENCED_TYPES] and item.frame.seq:
-                self._stats.naks_tx += 1
-                self._send(Nak(item.frame.seq, item.frame.type, item.reason))
+            else:
+                self._refused(f"{item.detail} (type 0x{item.frame.type:02X} seq {item.frame.seq}; "
+                              f"{item.reason.name})")
+                if item.frame.type in [int(t) for t in SEQUENCED_TYPES] and item.frame.seq:
+                    self._stats.naks_tx += 1
+                    self._send(Nak(item.frame.seq, item.frame.type, item.reason))
             log.debug("firmware link: rejected frame: %s", item.detail)
             return
         self._stats.frames_rx += 1
@@ -662,9 +670,27 @@ class FirmwareLink:
                 log.warning("MCU error %s detail %d: %s", msg.code.name, msg.detail, msg.text)
                 for fn in list(self._error_listeners):
                     self._dispatch_q.put((fn, err))
-        elif item.seq:
-            self._stats.naks_tx += 1
-            self._send(Nak(item.seq, int(msg.TYPE), NakReason.UNKNOWN_TYPE))
+        else:
+            self._refused(f"{msg.TYPE.name} is not a message an MCU sends (seq {item.seq}; UNKNOWN_TYPE)")
+            if item.seq:
+                self._stats.naks_tx += 1
+                self._send(Nak(item.seq, int(msg.TYPE), NakReason.UNKNOWN_TYPE))
+
+    def _refused(self, what: str) -> None:
+        """Count and log (WARNING, at most once per :data:`REFUSED_LOG_S` seconds, with how many
+        were held back) a frame whose CRC matched but which the host refuses: unknown type,
+        wrong length or field, another protocol version, a host-to-MCU type. Line noise almost
+        never makes one (the CRC would have to match): an MCU with other firmware does, and
+        the events it sends that way are lost, so it must be seen."""
+        self._stats.refused_frames += 1
+        now = time.monotonic()
+        if now - self._refused_logged < REFUSED_LOG_S:
+            self._refused_held += 1
+            return
+        more = f" ({self._refused_held} more held back)" if self._refused_held else ""
+        log.warning("firmware link: refused a frame from the MCU: %s%s (MCU firmware %s)", what, more,
+                    "%d.%d.%d" % (self._mcu.fw_major, self._mcu.fw_minor, self._mcu.fw_patch) if self._mcu else "unknown")
+        self._refused_logged, self._refused_held = now, 0
 
     def _request_retx(self) -> None:
         p = self._pending
