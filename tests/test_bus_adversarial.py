@@ -15,7 +15,7 @@ from bus.config import BusConfig, free_tcp_ports
 from bus.journal import Journal, JournalError
 from bus.keys import key_files, load_curve_public, load_curve_secret, load_signing_key
 from bus.publisher import RollPublisher
-from bus.subscriber import BusError, RollSubscriber
+from bus.subscriber import RollSubscriber
 
 
 def _drain(sub: RollSubscriber, n: int, timeout_s: float = 5.0, ack: bool = True) -> list[dict]:
