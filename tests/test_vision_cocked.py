@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import vision.learned as L
+import vision.tilted as tilted
 
 
 def _p(face: int | None, p_face: float, p_flat: float) -> np.ndarray:
@@ -193,7 +194,7 @@ def test_die_cocked_on_a_chip_stack_edge_is_read_by_its_upper_face(seed: int, up
 
 
 def test_without_cocked_weights_the_face_classifiers_reading_stands(monkeypatch) -> None:
-    monkeypatch.setattr(L, "_cocked_net", lambda: None)
+    monkeypatch.setattr(tilted, "_cocked_net", lambda: None)
     st, r, _ = _cocked_on_chips(1505)
     assert "p_cocked" not in r.extra
     assert r.value is None and r.confidence <= 0.2     # the face classifier's: unsure

@@ -13,6 +13,7 @@ import pytest
 from bench_module import irregularity_bench
 
 import vision.learned as L
+import vision.tilted as tilted
 
 pytest.importorskip("mujoco")
 pytest.importorskip("simulator.scenarios")
@@ -63,7 +64,7 @@ def test_tilt_classifier_is_the_mean_of_the_shipped_networks() -> None:
                                    for dx in (0.0, 0.6, 1.2)]))
     each = [L.OnnxNet(p)(crop).reshape(-1) for p in (L.TILT_ONNX, *L.TILT_MORE_ONNX)]
     assert len(each) == 2 and not np.allclose(each[0], each[1], rtol=0.5, atol=0), each
-    np.testing.assert_allclose(L._tilt_net()(crop).reshape(-1), (each[0] + each[1]) / 2, rtol=1e-4, atol=1e-9)
+    np.testing.assert_allclose(tilted._tilt_net()(crop).reshape(-1), (each[0] + each[1]) / 2, rtol=1e-4, atol=1e-9)
     assert L.MeanNet([lambda x: np.full((1, 1), 0.2)])(crop)[0, 0] == pytest.approx(0.2)
     with pytest.raises(ValueError, match="at least one"):
         L.MeanNet([])
@@ -86,7 +87,7 @@ def test_die_cocked_on_a_chip_stack_edge_is_not_flat_to_the_tilt_classifier(seed
 
 def test_without_tilt_weights_the_readings_carry_no_second_opinion(monkeypatch) -> None:
     frame, side, pairs = _at_rest("cocked-on-chips", 1200)
-    monkeypatch.setattr(L, "_tilt_net", lambda: None)
+    monkeypatch.setattr(tilted, "_tilt_net", lambda: None)
     from vision.reader import read_dice
 
     readings = read_dice(frame, expected_side_px=side, method="learned")
