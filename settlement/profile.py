@@ -64,6 +64,21 @@ class Bar(_Strict):
     dont_pass_result: Literal["push", "void"]
     dont_come_result: Literal["push", "void"]
 
+    @model_validator(mode="after")
+    def _split_craps(self):
+        """Every come-out craps total (2, 3, 12) is either a win of the don't or the bar, once: a
+        total left out has no come-out result for the don't (``settlement.rules._line``).
+
+        Raises:
+            ValueError: naming ``comeout_wins`` and ``number`` as given.
+        """
+        wins = set(self.comeout_wins)
+        if len(wins) != len(self.comeout_wins) or self.number in wins or wins | {self.number} != {2, 3, 12}:
+            raise ValueError(f"comeout_wins {self.comeout_wins} and the bar number {self.number} must split "
+                             f"the craps totals 2, 3 and 12 between them, each once "
+                             f"(e.g. comeout_wins = [2, 3] with number = 12)")
+        return self
+
 
 class Pays(_Strict):
     """Pay tables as written in the text ("to" or "for" per ``odds_style``). Absent = not offered."""

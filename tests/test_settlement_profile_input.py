@@ -1,0 +1,54 @@
+"""Settlement profiles (``config/profiles/*.toml``): a wrong value stops ``craps-table settle``
+with exit status 2 and a message naming the file and the key, before anything is settled.
+
+Found by the new-user pass (audit-user): a don't bar whose ``comeout_wins`` left out a craps
+number crashed settlement with a traceback on the first don't pass bet that met it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controller.cli import main
+from settlement.profile import PROFILES_DIR, ProfileError, load_profile
+
+NY = (PROFILES_DIR / "ny-5324.toml").read_text(encoding="utf-8")
+
+
+def _profile(tmp_path: Path, old: str, new: str) -> Path:
+    assert old in NY, old
+    path = tmp_path / "bad.toml"
+    path.write_text(NY.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+def _scenario(tmp_path: Path, events: list[dict]) -> Path:
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def _settle(tmp_path, prof, capsys, dice=(1, 2)):
+    scen = _scenario(tmp_path, [{"type": "bet", "player": "p", "bet": "dont_pass", "amount": 1000},
+                                {"type": "roll", "dice": list(dice)}])
+    rc = main(["settle", "--profile", str(prof), str(scen)])
+    return rc, capsys.readouterr()
+
+
+@pytest.mark.parametrize("wins", ["[2]", "[2, 3, 12]", "[2, 3, 7]", "[2, 3, 99]"])
+def test_a_bar_that_does_not_split_the_craps_numbers_exits_2_naming_the_key(tmp_path, capsys, wins):
+    prof = _profile(tmp_path, "comeout_wins = [2, 3]", f"comeout_wins = {wins}")
+    rc, cap = _settle(tmp_path, prof, capsys)
+    assert rc == 2
+    assert cap.out == ""
+    assert str(prof) in cap.err and "settlement.bar" in cap.err and "comeout_wins" in cap.err
+    assert "Traceback" not in cap.err
+
+
+@pytest.mark.parametrize("name", ["ny-5324", "ny-4620", "nj-13-47", "rules-002"])
+def test_the_shipped_profiles_still_load(name):
+    prof = load_profile(name)
+    assert prof.s.bar.number in (2, 3, 12)
+    assert prof.s.limits.min_cents <= prof.s.limits.max_cents
