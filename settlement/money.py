@@ -37,13 +37,16 @@ def parse_ratio(text: str | int, style: str = "to") -> Fraction:
         Fraction: profit per unit staked (e.g. "5 for 1" -> 4, "7:6" -> 7/6).
 
     Raises:
-        ValueError: the text is not odds, or a "for" ratio returns less than the stake.
+        ValueError: the text is not odds, odds that pay nothing ("0:1", 0), or a "for" ratio
+            that does not return more than the stake.
     """
     if isinstance(text, bool):
         raise ValueError(f"not payout odds: {text!r}")
     if isinstance(text, int):
         if text < 0:
             raise ValueError(f"negative payout odds: {text!r}")
+        if text == 0:
+            raise ValueError(f"payout odds of 0 pay nothing on a win: {text!r}")
         return Fraction(text)
     m = _RATIO.match(str(text))
     if not m:
@@ -58,6 +61,8 @@ def parse_ratio(text: str | int, style: str = "to") -> Fraction:
         return Fraction(a - b, b)
     if kind != "to":
         raise ValueError(f"odds style must be 'to' or 'for', not {style!r}")
+    if a == 0:
+        raise ValueError(f"payout odds of 0 pay nothing on a win: {text!r}")
     return Fraction(a, b)
 
 

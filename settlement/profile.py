@@ -117,6 +117,13 @@ class WagerLimit(_Strict):
     step_cents: int | None = Field(default=None, ge=1)
     max_cents_by_number: dict[int, int] = {}
 
+    @model_validator(mode="after")
+    def _min_not_above_max(self):
+        """Raises ValueError when ``min_cents`` is above ``max_cents`` (no wager could be placed)."""
+        if self.min_cents is not None and self.max_cents is not None and self.min_cents > self.max_cents:
+            raise ValueError(f"min_cents {self.min_cents} is above max_cents {self.max_cents}")
+        return self
+
 
 class Limits(_Strict):
     """Table minimum and maximum (per wager, cents) and per-wager overrides."""
@@ -124,6 +131,13 @@ class Limits(_Strict):
     min_cents: int = Field(ge=1)
     max_cents: int = Field(ge=1)
     wager: dict[str, WagerLimit] = {}
+
+    @model_validator(mode="after")
+    def _min_not_above_max(self):
+        """Raises ValueError when the table minimum is above its maximum (every wager refused)."""
+        if self.min_cents > self.max_cents:
+            raise ValueError(f"min_cents {self.min_cents} is above max_cents {self.max_cents}")
+        return self
 
 
 class OddsLimits(_Strict):
@@ -262,6 +276,8 @@ class Profile:
         self.s = settlement
         self.source = source
         style = settlement.odds_style
+        # messages name the file when there is one (as load_profile's do), else the name
+        name = str(source) if source is not None else name
         parsed: dict[str, object] = {}
         for field, value in settlement.pays:
             if value is None:

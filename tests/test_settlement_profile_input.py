@@ -2,7 +2,9 @@
 with exit status 2 and a message naming the file and the key, before anything is settled.
 
 Found by the new-user pass (audit-user): a don't bar whose ``comeout_wins`` left out a craps
-number crashed settlement with a traceback on the first don't pass bet that met it.
+number crashed settlement with a traceback on the first don't pass bet that met it; a table
+minimum above the table maximum and a pay of nothing ("0:1") were taken; a bad pay string was
+named by the file's stem, not its path.
 """
 from __future__ import annotations
 
@@ -45,6 +47,38 @@ def test_a_bar_that_does_not_split_the_craps_numbers_exits_2_naming_the_key(tmp_
     assert cap.out == ""
     assert str(prof) in cap.err and "settlement.bar" in cap.err and "comeout_wins" in cap.err
     assert "Traceback" not in cap.err
+
+
+def test_table_minimum_above_maximum_exits_2_naming_the_key(tmp_path, capsys):
+    prof = _profile(tmp_path, "min_cents = 500\n", "min_cents = 600000\n")
+    rc, cap = _settle(tmp_path, prof, capsys)
+    assert rc == 2 and cap.out == ""
+    assert str(prof) in cap.err and "settlement.limits" in cap.err and "600000" in cap.err
+
+
+def test_wager_minimum_above_its_maximum_is_refused(tmp_path):
+    prof = _profile(tmp_path, "min_cents = 100\nmax_cents = 500\nstep_cents = 100",
+                    "min_cents = 1000\nmax_cents = 500\nstep_cents = 100")
+    with pytest.raises(ProfileError, match=r"settlement\.limits\.wager\.fire.*1000.*500"):
+        load_profile(prof)
+
+
+@pytest.mark.parametrize("old,new,key", [
+    ('line = "1:1"', 'line = "0:1"', "settlement.pays.line"),
+    ('any7 = "4:1"', "any7 = 0", "settlement.pays.any7"),
+])
+def test_a_pay_of_nothing_exits_2_naming_the_file_and_key(tmp_path, capsys, old, new, key):
+    prof = _profile(tmp_path, old, new)
+    rc, cap = _settle(tmp_path, prof, capsys)
+    assert rc == 2 and cap.out == ""
+    assert str(prof) in cap.err and key in cap.err
+
+
+def test_a_bad_pay_string_names_the_profile_path(tmp_path, capsys):
+    prof = _profile(tmp_path, 'any7 = "4:1"', 'any7 = "abc"')
+    rc, cap = _settle(tmp_path, prof, capsys)
+    assert rc == 2
+    assert cap.err.startswith(f"craps-table settle: {prof}: settlement.pays.any7: ")
 
 
 @pytest.mark.parametrize("name", ["ny-5324", "ny-4620", "nj-13-47", "rules-002"])
