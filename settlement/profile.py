@@ -22,7 +22,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 
 from .money import parse_ratio
 from .wagers import KINDS, POINTS
@@ -52,8 +52,13 @@ Frac = Annotated[Fraction, BeforeValidator(_frac)]
 PayText = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool) else v)]
 
 
+#: a dice total as a table key: TOML writes keys as strings ("6" in ``place = { 6 = "7:6" }``)
+Number = Annotated[int, Strict(False)]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    # values are not converted: 500, not "500" or 500.0; true, not "yes" (as config/table.toml)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, strict=True)
 
 
 class Bar(_Strict):
@@ -84,14 +89,14 @@ class Pays(_Strict):
     """Pay tables as written in the text ("to" or "for" per ``odds_style``). Absent = not offered."""
 
     line: PayText | None = None
-    place: dict[int, PayText] | None = None
-    place_lose: dict[int, PayText] | None = None
-    buy: dict[int, PayText] | None = None
-    lay: dict[int, PayText] | None = None
-    take_odds: dict[int, PayText] | None = None
-    lay_odds: dict[int, PayText] | None = None
-    hardway: dict[int, PayText] | None = None
-    field: dict[int, PayText] | None = None
+    place: dict[Number, PayText] | None = None
+    place_lose: dict[Number, PayText] | None = None
+    buy: dict[Number, PayText] | None = None
+    lay: dict[Number, PayText] | None = None
+    take_odds: dict[Number, PayText] | None = None
+    lay_odds: dict[Number, PayText] | None = None
+    hardway: dict[Number, PayText] | None = None
+    field: dict[Number, PayText] | None = None
     any7: PayText | None = None
     any_craps: PayText | None = None
     craps2: PayText | None = None
@@ -104,18 +109,18 @@ class Pays(_Strict):
     hop_easy: PayText | None = None
     six_seven_eight: PayText | None = None
     six_seven_eight_hard: PayText | None = None
-    fire: dict[int, PayText] | None = None
+    fire: dict[Number, PayText] | None = None
     all_small: PayText | None = None
     all_tall: PayText | None = None
     make_em_all: PayText | None = None
-    hot_roller: dict[int, PayText] | None = None
+    hot_roller: dict[Number, PayText] | None = None
 
 
 class WagerLimit(_Strict):
     min_cents: int | None = Field(default=None, ge=1)
     max_cents: int | None = Field(default=None, ge=1)
     step_cents: int | None = Field(default=None, ge=1)
-    max_cents_by_number: dict[int, int] = {}
+    max_cents_by_number: dict[Number, int] = {}
 
     @model_validator(mode="after")
     def _min_not_above_max(self):
@@ -143,10 +148,10 @@ class Limits(_Strict):
 class OddsLimits(_Strict):
     """Odds limits (9 NYCRR 5324.52(e)(4)): max odds = multiple x flat bet, optional cap in cents."""
 
-    take_multiple: dict[int, Frac]
-    lay_multiple: dict[int, Frac]
-    take_max_cents: dict[int, int] = {}
-    lay_max_cents: dict[int, int] = {}
+    take_multiple: dict[Number, Frac]
+    lay_multiple: dict[Number, Frac]
+    take_max_cents: dict[Number, int] = {}
+    lay_max_cents: dict[Number, int] = {}
 
 
 class Vig(_Strict):

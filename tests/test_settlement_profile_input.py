@@ -3,8 +3,8 @@ with exit status 2 and a message naming the file and the key, before anything is
 
 Found by the new-user pass (audit-user): a don't bar whose ``comeout_wins`` left out a craps
 number crashed settlement with a traceback on the first don't pass bet that met it; a table
-minimum above the table maximum and a pay of nothing ("0:1") were taken; a bad pay string was
-named by the file's stem, not its path.
+minimum above the table maximum, a pay of nothing ("0:1"), strings for integers and switches
+("500", "yes") were taken; a bad pay string was named by the file's stem, not its path.
 """
 from __future__ import annotations
 
@@ -79,6 +79,20 @@ def test_a_bad_pay_string_names_the_profile_path(tmp_path, capsys):
     rc, cap = _settle(tmp_path, prof, capsys)
     assert rc == 2
     assert cap.err.startswith(f"craps-table settle: {prof}: settlement.pays.any7: ")
+
+
+@pytest.mark.parametrize("old,new,key", [
+    ("place_not_on_point = false", 'place_not_on_point = "yes"', "settlement.place_not_on_point"),
+    ("min_cents = 500\n", 'min_cents = "500"\n', "settlement.limits.min_cents"),
+    ("payout_unit_cents = 1 ", "payout_unit_cents = 1.0 ", "settlement.payout_unit_cents"),
+    ("\nunit_cents = 1 ", "\nunit_cents = true ", "settlement.vig.unit_cents"),
+    ("units = { horn = 4,", 'units = { horn = "4",', "settlement.units.horn"),
+])
+def test_a_value_of_the_wrong_type_exits_2_naming_the_key(tmp_path, capsys, old, new, key):
+    prof = _profile(tmp_path, old, new)
+    rc, cap = _settle(tmp_path, prof, capsys)
+    assert rc == 2 and cap.out == ""
+    assert str(prof) in cap.err and key in cap.err
 
 
 @pytest.mark.parametrize("name", ["ny-5324", "ny-4620", "nj-13-47", "rules-002"])
