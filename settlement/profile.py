@@ -54,6 +54,8 @@ PayText = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, int) 
 
 #: a dice total as a table key: TOML writes keys as strings ("6" in ``place = { 6 = "7:6" }``)
 Number = Annotated[int, Strict(False)]
+#: a positive whole number (cents, units): 0 or less would turn a rule off or make it refuse everything
+Positive = Annotated[int, Field(ge=1)]
 
 
 class _Strict(BaseModel):
@@ -120,7 +122,7 @@ class WagerLimit(_Strict):
     min_cents: int | None = Field(default=None, ge=1)
     max_cents: int | None = Field(default=None, ge=1)
     step_cents: int | None = Field(default=None, ge=1)
-    max_cents_by_number: dict[Number, int] = {}
+    max_cents_by_number: dict[Number, Positive] = {}
 
     @model_validator(mode="after")
     def _min_not_above_max(self):
@@ -150,8 +152,17 @@ class OddsLimits(_Strict):
 
     take_multiple: dict[Number, Frac]
     lay_multiple: dict[Number, Frac]
-    take_max_cents: dict[Number, int] = {}
-    lay_max_cents: dict[Number, int] = {}
+    take_max_cents: dict[Number, Positive] = {}
+    lay_max_cents: dict[Number, Positive] = {}
+
+    @model_validator(mode="after")
+    def _positive_multiples(self):
+        """Raises ValueError naming the table and the number whose multiple is not above 0."""
+        for fld in ("take_multiple", "lay_multiple"):
+            bad = {n: str(m) for n, m in getattr(self, fld).items() if m <= 0}
+            if bad:
+                raise ValueError(f"{fld}: the odds multiple must be above 0, got {bad}")
+        return self
 
 
 class Vig(_Strict):
@@ -189,7 +200,7 @@ class Settlement(_Strict):
     permitted: list[str]
     payout_unit_cents: int = Field(default=1, ge=1)
     bet_unit_cents: int = Field(default=100, ge=1)
-    units: dict[str, int] = {}
+    units: dict[str, Positive] = {}
     place_not_on_point: bool = False
     #: when a shooter may pass the dice voluntarily: "any-roll" (9 NYCRR 5324.52(i)(1),
     #: N.J.A.C. 13:69F-1.11(a) "after any roll") or "decision" (9 NYCRR 4620.3(c)(5),

@@ -100,3 +100,17 @@ def test_the_shipped_profiles_still_load(name):
     prof = load_profile(name)
     assert prof.s.bar.number in (2, 3, 12)
     assert prof.s.limits.min_cents <= prof.s.limits.max_cents
+
+
+@pytest.mark.parametrize("old,new,key", [
+    ("units = { horn = 4,", "units = { horn = 0,", "settlement.units.horn"),
+    ("units = { horn = 4,", "units = { horn = -4,", "settlement.units.horn"),
+    ('take_multiple = { 4 = "3"', 'take_multiple = { 4 = "-3"', "settlement.odds"),
+    ('lay_multiple = { 4 = "6"', 'lay_multiple = { 4 = "0"', "settlement.odds"),
+])
+def test_a_zero_or_negative_unit_or_odds_multiple_exits_2_naming_the_key(tmp_path, capsys, old, new, key):
+    # units 0 silently turned the multiples rule off; a negative odds multiple refused every odds bet
+    prof = _profile(tmp_path, old, new)
+    rc, cap = _settle(tmp_path, prof, capsys)
+    assert rc == 2 and cap.out == ""
+    assert str(prof) in cap.err and key in cap.err
