@@ -99,7 +99,20 @@ def _command(mcu: SimulatedMcu, line: str) -> bool:
 
 
 def run(command: str, args: argparse.Namespace) -> int:
-    """Run the simulator.  Exit status 0, or 2 for bad arguments."""
+    """Run the simulator.  Exit status 0, or 2 for bad arguments (the message names the option)."""
+    bad = None
+    for opt, value in (("--corrupt", args.corrupt), ("--drop", args.drop), ("--insert", args.insert)):
+        if not 0.0 <= value <= 1.0:  # NaN fails too
+            bad = bad or f"{opt} must be a probability within 0..1, not {value}"
+    for opt, value, unit in (("--delay-ms", args.delay_ms, "milliseconds"),
+                             ("--reconnect-after", args.reconnect_after, "seconds")):
+        if not (math.isfinite(value) and value >= 0):
+            bad = bad or f"{opt} must be a finite number of {unit} >= 0, not {value}"
+    if args.disconnect_every is not None and args.disconnect_every < 1:
+        bad = bad or f"--disconnect-every must be a number of commands >= 1, not {args.disconnect_every}"
+    if bad:
+        print(f"craps-table mcu-sim: {bad}", file=sys.stderr)
+        return 2
     try:
         faults = _faults(args)
     except ValueError as exc:

@@ -35,3 +35,19 @@ def test_mcu_sim_short_duration_still_runs():
     r = _mcu_sim("--duration", "0.3")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("mcu-sim: pty /dev/pts/") and "stopped" in r.stdout
+
+
+@pytest.mark.parametrize("argv,opt,value", [
+    (("--corrupt", "2"), "--corrupt", "2.0"),
+    (("--drop", "nan"), "--drop", "nan"),
+    (("--insert", "-0.1"), "--insert", "-0.1"),
+    (("--delay-ms", "-5"), "--delay-ms", "-5.0"),
+    (("--delay-ms", "inf"), "--delay-ms", "inf"),
+    (("--reconnect-after", "-1"), "--reconnect-after", "-1.0"),
+    (("--disconnect-every", "0"), "--disconnect-every", "0"),
+])
+def test_mcu_sim_fault_options_out_of_range_name_the_option(argv, opt, value):
+    # the messages named the simulator's parameters (delay_s, corrupt_rate), not the options typed
+    r = _mcu_sim(*argv, "--duration", "1")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.startswith(f"craps-table mcu-sim: {opt} ") and value in r.stderr and r.stdout == ""
