@@ -28,7 +28,7 @@ from zmq.auth.thread import ThreadAuthenticator
 from bus import envelope as envmod
 from bus.config import BusConfig
 from bus.journal import AckStore, Journal, acks_path
-from bus.keys import BusKeyError, RefusalLog, key_files, load_curve_secret, load_signing_key
+from bus.keys import BusKeyError, RefusalLog, key_files, load_curve_public, load_curve_secret, load_signing_key
 
 log = logging.getLogger("bus.publisher")
 
@@ -74,7 +74,8 @@ class RollPublisher:
     Raises:
         ValueError: ``table_id`` differs from ``cfg.table_id``.
         bus.keys.BusKeyError: the table's key files are missing (run ``craps-table keys
-            generate`` or ``bus.keys.ensure_keys``).
+            generate`` or ``bus.keys.ensure_keys``), or a certificate of the allow-list cannot
+            be read (named).
         bus.journal.JournalError: unusable journal; RuntimeError: another publisher holds it.
         zmq.ZMQError: an endpoint cannot be bound.
 
@@ -100,6 +101,15 @@ class RollPublisher:
         if not cfg.allow_dir.is_dir():
             raise BusKeyError(f"CURVE allow-list directory {cfg.allow_dir} does not exist "
                               "(bus.keys.authorize or craps-table keys authorize)")
+        for cert in sorted(cfg.allow_dir.glob("*.key")):
+            # one unreadable certificate makes ZeroMQ's authenticator drop the whole allow-list
+            # (it logs an error and then lets no subscriber connect), so refuse to start instead
+            try:
+                load_curve_public(cert)
+            except BusKeyError as exc:
+                raise BusKeyError(f"CURVE allow-list {cfg.allow_dir}: {exc} (ZeroMQ would then refuse every "
+                                  f"subscriber); remove it, or copy the subscriber's certificate there again "
+                                  f"(craps-table keys authorize NAME.key)") from None
         self._lockfile = self._take_lock(Path(str(cfg.journal_path) + ".lock"))
         self._closed = False
         self._journal = None

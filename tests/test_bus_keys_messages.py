@@ -59,3 +59,22 @@ def test_refusal_log_raises_denials_to_warning_at_most_once_a_period(caplog, mon
         " (4 more refusals like it held back)"]
     assert [r.getMessage() for r in caplog.records if r.levelname == "DEBUG"] == ["PASSED (allowed) address=127.0.0.1"]
 
+
+
+def test_an_unreadable_allow_list_certificate_stops_the_table_naming_it(tmp_path, capsys):
+    """Found by the new-user pass: one damaged ``authorized/*.key`` made pyzmq's authenticator
+    drop the whole allow-list (an ERROR log line) and ``craps-table run`` served on, refusing
+    every subscriber, the good ones too. It is now bad input: exit 2 naming the file."""
+    from tableconfig import write_test_config
+
+    keys = tmp_path / "keys"
+    assert main(["keys", "generate", "table", "--dir", str(keys)]) == 0
+    assert main(["keys", "generate", "settlement", "--dir", str(keys), "--authorize"]) == 0
+    bad = keys / "authorized" / "console.key"
+    bad.write_text("not a certificate\n")
+    cfg = write_test_config(tmp_path, keys_dir=keys)
+    capsys.readouterr()
+    assert main(["run", "--config", str(cfg), "--max-verdicts", "1"]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "allow-list" in err
+    assert not (tmp_path / "journal.sqlite").exists()
