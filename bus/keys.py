@@ -190,6 +190,29 @@ def load_curve_public(path: Path) -> bytes:
     return public
 
 
+def check_allow_list(folder: Path) -> int:
+    """Read every public certificate (``*.key``) of a CURVE allow-list folder; returns how many.
+
+    ZeroMQ's authenticator (``zmq.auth``, ``configure_curve``) drops the whole allow-list when one
+    certificate in the folder cannot be read: it logs an error and then lets no client connect,
+    the good ones included. So a folder is checked before it is given to the authenticator.
+
+    Raises:
+        BusKeyError: the folder does not exist, or a certificate in it cannot be read (named).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise BusKeyError(f"CURVE allow-list folder {folder} does not exist")
+    certs = sorted(folder.glob("*.key"))
+    for cert in certs:
+        try:
+            load_curve_public(cert)
+        except BusKeyError as exc:
+            raise BusKeyError(f"CURVE allow-list {folder}: {exc} (ZeroMQ would then refuse every client); "
+                              "remove it, or copy the client's public certificate there again") from None
+    return len(certs)
+
+
 def load_curve_secret(path: Path) -> tuple[bytes, bytes]:
     """(public, secret) Z85 CURVE keys from a secret certificate file.
 

@@ -28,7 +28,7 @@ from zmq.auth.thread import ThreadAuthenticator
 from bus import envelope as envmod
 from bus.config import BusConfig
 from bus.journal import AckStore, Journal, acks_path
-from bus.keys import BusKeyError, RefusalLog, key_files, load_curve_public, load_curve_secret, load_signing_key
+from bus.keys import BusKeyError, RefusalLog, check_allow_list, key_files, load_curve_secret, load_signing_key
 
 log = logging.getLogger("bus.publisher")
 
@@ -101,15 +101,9 @@ class RollPublisher:
         if not cfg.allow_dir.is_dir():
             raise BusKeyError(f"CURVE allow-list directory {cfg.allow_dir} does not exist "
                               "(bus.keys.authorize or craps-table keys authorize)")
-        for cert in sorted(cfg.allow_dir.glob("*.key")):
-            # one unreadable certificate makes ZeroMQ's authenticator drop the whole allow-list
-            # (it logs an error and then lets no subscriber connect), so refuse to start instead
-            try:
-                load_curve_public(cert)
-            except BusKeyError as exc:
-                raise BusKeyError(f"CURVE allow-list {cfg.allow_dir}: {exc} (ZeroMQ would then refuse every "
-                                  f"subscriber); remove it, or copy the subscriber's certificate there again "
-                                  f"(craps-table keys authorize NAME.key)") from None
+        # one unreadable certificate makes ZeroMQ's authenticator drop the whole allow-list (it
+        # logs an error and then lets no subscriber connect), so refuse to start instead
+        check_allow_list(cfg.allow_dir)
         self._lockfile = self._take_lock(Path(str(cfg.journal_path) + ".lock"))
         self._closed = False
         self._journal = None
@@ -237,11 +231,18 @@ class RollPublisher:
     def reload_allow_list(self) -> int:
         """Re-read the CURVE allow-list directory (after ``craps-table keys authorize`` or the
         removal of a certificate); new handshakes use it at once. Returns how many public
-        certificates it holds. Existing connections stay up until they reconnect."""
+        certificates it holds. Existing connections stay up until they reconnect.
+
+        Raises:
+            RuntimeError: the publisher is closed.
+            bus.keys.BusKeyError: a certificate in the folder cannot be read (named), or the
+                folder is gone: the allow-list in effect is kept (ZeroMQ would have dropped it
+                whole and refused every subscriber).
+        """
         if self._closed:
             raise RuntimeError("publisher is closed")
+        n = check_allow_list(self.cfg.allow_dir)
         self._auth.configure_curve(domain="*", location=str(self.cfg.allow_dir))
-        n = len(list(self.cfg.allow_dir.glob("*.key")))
         log.info("bus: allow-list %s reloaded (%d certificates)", self.cfg.allow_dir, n)
         return n
 

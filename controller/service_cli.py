@@ -734,6 +734,12 @@ def build_observer(cfg: TableConfig, source: FrameSource, area,
             if not cfg.boxperson.authorized_dir.is_dir():
                 raise SetupError(f"boxperson.authorized_dir: no such folder {cfg.boxperson.authorized_dir} "
                                  "(the boxperson consoles' public certificates)")
+            from bus.keys import BusKeyError, check_allow_list
+
+            try:
+                check_allow_list(cfg.boxperson.authorized_dir)
+            except BusKeyError as exc:
+                raise SetupError(f"boxperson.authorized_dir: {exc}") from None
             curve = CurveServerKeys(secret, cfg.boxperson.authorized_dir)
         try:
             server = CommandServer(registry, cfg.boxperson.endpoint, curve=curve, table_command=table_command)

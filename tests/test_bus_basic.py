@@ -438,6 +438,20 @@ def test_reload_allow_list_admits_a_new_subscriber(cfg: BusConfig, tmp_path: Pat
             assert [e["seq"] for e in got] == [1]
 
 
+def test_reload_allow_list_with_an_unreadable_certificate_keeps_the_list_in_effect(cfg: BusConfig, tmp_path: Path):
+    """A damaged certificate dropped into the allow-list folder: ZeroMQ's authenticator would
+    drop the whole list and refuse every subscriber. The reload is refused naming the file, and
+    the list in effect (the subscriber already allowed) stays."""
+    bad = cfg.allow_dir / "console.key"
+    with RollPublisher(cfg) as pub:
+        bad.write_text("not a certificate\n")
+        with pytest.raises(BusKeyError, match="console.key"):
+            pub.reload_allow_list()
+        pub.publish("roll", {"n": 1})
+        with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+            assert [e["seq"] for e in _drain(sub, 1, timeout_s=5.0)] == [1]
+
+
 def test_receive_zero_timeout_reads_sockets(cfg: BusConfig, tmp_path: Path):
     with RollPublisher(cfg) as pub, RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
         pub.publish("roll", {"n": 1})

@@ -161,3 +161,25 @@ def test_boxperson_socket_with_curve_admits_only_authorized_consoles(tmp_path, c
     finally:
         for close in closers:
             close()
+
+
+def test_boxperson_allow_list_with_an_unreadable_certificate_is_named_at_start(tmp_path):
+    """One damaged certificate in ``boxperson.authorized_dir`` made ZeroMQ's authenticator drop
+    the whole allow-list: every console, the good ones too, was refused while the service ran
+    on. It is refused at start-up, naming the file."""
+    from bus.keys import authorize, generate_keys
+    from controller.service_cli import SetupError, build_observer
+
+    keys = tmp_path / "keys"
+    generate_keys(keys, "table")
+    console = generate_keys(keys, "console-1")
+    authorize(console.curve_public, tmp_path / "consoles")
+    bad = tmp_path / "consoles" / "console-2.key"
+    bad.write_text("not a certificate\n")
+    cfg = _cfg()
+    box = {"endpoint": "tcp://127.0.0.1:*", "curve": True, "authorized_dir": tmp_path / "consoles"}
+    cfg = cfg.model_copy(update={"boxperson": cfg.boxperson.model_copy(update=box),
+                                 "bus": cfg.bus.model_copy(update={"keys_dir": keys})})
+    with pytest.raises(SetupError, match="boxperson.authorized_dir") as err:
+        build_observer(cfg, source=object(), area=None)
+    assert str(bad) in str(err.value)
