@@ -73,6 +73,10 @@ NAK_HOLDOFF_S = 0.002
 POLL_S = 0.005
 #: Minimum gap between two WARNING lines about frames refused with a matching CRC, seconds.
 REFUSED_LOG_S = 5.0
+#: Listener calls waiting on the dispatch thread beyond which input events and error reports are
+#: no longer acknowledged to the MCU (it keeps them and sends them again): a listener that does
+#: not return must not make the host's memory grow without bound, nor lose events.
+DISPATCH_BACKLOG_MAX = 1000
 
 
 class LinkState(str, enum.Enum):
@@ -174,6 +178,7 @@ class LinkStats:
     retransmissions: int = 0
     stale_acks: int = 0
     refused_frames: int = 0
+    held_events: int = 0
     duplicate_events: int = 0
     reconnects: int = 0
     commands_ok: int = 0
@@ -261,6 +266,9 @@ class FirmwareLink:
         self._stats = LinkStats()
         self._closing = threading.Event()
         self._dispatch_q: queue.Queue = queue.Queue()
+        # the newest frame arrival not yet told to the rx listeners (one queued call carries it)
+        self._rx_latest: float | None = None
+        self._held_logged = -REFUSED_LOG_S
         self._io_thread: threading.Thread | None = None
         self._dispatch_thread: threading.Thread | None = None
         st = self._status()
@@ -318,7 +326,9 @@ class FirmwareLink:
         """Call ``fn(host_time)`` (``time.monotonic()`` of its arrival) for every valid frame
         received from the MCU while the link is up: heartbeats, events, acknowledgements
         (dispatch thread). A liveness signal for a supervisor such as
-        ``controller.health.HealthMonitor.bridge_traffic``."""
+        ``controller.health.HealthMonitor.bridge_traffic``. Arrivals made while an earlier one is
+        still waiting for the dispatch thread are told once, with the newest time: a listener
+        that does not return costs one queued call, not one per frame."""
         self._rx_listeners.append(fn)
 
     def remove_event_listener(self, fn: Callable[[LinkEvent], None]) -> None:
@@ -634,9 +644,12 @@ class FirmwareLink:
             return
         self._stats.frames_rx += 1
         self._last_rx = now
-        if self._state is LinkState.UP:
-            for fn in list(self._rx_listeners):
-                self._dispatch_q.put((fn, now))
+        if self._state is LinkState.UP and self._rx_listeners:
+            with self._lock:
+                told = self._rx_latest is None
+                self._rx_latest = now
+            if told:
+                self._dispatch_q.put((self._tell_rx, None))
         msg = item.message
         if isinstance(msg, Version):
             self._on_version(msg)
@@ -655,6 +668,9 @@ class FirmwareLink:
         elif isinstance(msg, (InputEvent, ErrorReport)):
             if self._state is not LinkState.UP:
                 return  # not acknowledged: the MCU will resend it once the session is up
+            if self._dispatch_q.qsize() >= DISPATCH_BACKLOG_MAX:
+                self._hold(msg, item.seq, now)
+                return  # not acknowledged: the MCU keeps it and sends it again
             self._send(Ack(item.seq, int(msg.TYPE)))
             if item.seq == self._last_event_seq:
                 self._stats.duplicate_events += 1
@@ -675,6 +691,29 @@ class FirmwareLink:
             if item.seq:
                 self._stats.naks_tx += 1
                 self._send(Nak(item.seq, int(msg.TYPE), NakReason.UNKNOWN_TYPE))
+
+    def _tell_rx(self, _: None) -> None:
+        """Dispatch thread: call every rx listener with the newest frame arrival not yet told."""
+        with self._lock:
+            t, self._rx_latest = self._rx_latest, None
+        if t is None:
+            return
+        for fn in list(self._rx_listeners):
+            try:
+                fn(t)
+            except Exception:  # a listener's bug must not kill the link
+                log.exception("firmware link listener %r failed", fn)
+
+    def _hold(self, msg: object, seq: int, now: float) -> None:
+        """An input event or error report left unacknowledged because :data:`DISPATCH_BACKLOG_MAX`
+        listener calls are waiting (a listener does not return): counted, logged at ERROR at
+        most once per :data:`REFUSED_LOG_S` seconds. The MCU sends it again; nothing is lost."""
+        self._stats.held_events += 1
+        if now - self._held_logged >= REFUSED_LOG_S:
+            self._held_logged = now
+            log.error("firmware link: %d listener calls waiting (a listener does not return): %s seq %d "
+                      "not acknowledged, the MCU will send it again", self._dispatch_q.qsize(),
+                      type(msg).__name__, seq)
 
     def _refused(self, what: str) -> None:
         """Count and log (WARNING, at most once per :data:`REFUSED_LOG_S` seconds, with how many

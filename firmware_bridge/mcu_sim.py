@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 import tty
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 

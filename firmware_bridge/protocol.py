@@ -27,7 +27,7 @@ from __future__ import annotations
 import binascii
 import enum
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar, Union
 
 from cobs import cobs

@@ -232,3 +232,34 @@ def test_an_mcu_silent_then_back_drops_the_link_with_a_reason_and_it_comes_back(
     mcu.write(_event(1))
     assert _wait(lambda: [e.seq for e in events] == [1])
     assert [s.up for s in statuses][-2:] == [False, True]
+
+
+def test_a_listener_that_does_not_return_holds_events_unacknowledged_not_in_memory(raw, monkeypatch, caplog):
+    """A listener stuck on the dispatch thread while the MCU keeps sending: before, every frame
+    queued one call per rx listener and every event one per event listener, without bound. Now
+    frame arrivals are told once (the newest), and past ``DISPATCH_BACKLOG_MAX`` waiting calls
+    an event is not acknowledged (the MCU keeps it and sends it again): once the listener
+    returns, each event is delivered once, none lost."""
+    import firmware_bridge.link as link_mod
+
+    mcu, link, events, _ = raw
+    monkeypatch.setattr(link_mod, "DISPATCH_BACKLOG_MAX", 5)
+    release, seen_rx = threading.Event(), []
+    link.add_rx_listener(seen_rx.append)
+    link.add_event_listener(lambda ev: release.wait(10))      # stuck until released
+    with caplog.at_level(logging.ERROR, logger="firmware_bridge.link"):
+        for seq in range(1, 41):                             # 40 events and ~40 heartbeats, bounded
+            mcu.write(_event(seq, t=1000 + seq))
+            time.sleep(0.005)
+        assert _wait(lambda: link.stats().held_events > 0)
+        waiting = link._dispatch_q.qsize()
+        assert waiting <= 5 + 3, waiting                     # the backlog, not one per frame
+        assert any("not acknowledged" in r.getMessage() for r in caplog.records)
+    acked = {a.message.ack_seq for a in mcu.frames(Ack) if a.message.ack_seq}
+    assert len(acked) < 40                                  # some were held back, unacknowledged
+    release.set()
+    for seq in sorted(set(range(1, 41)) - acked):           # the MCU sends them again
+        mcu.write(_event(seq, t=1000 + seq))
+        assert _wait(lambda: seq in {a.message.ack_seq for a in mcu.frames(Ack)}, 3.0), seq
+    assert _wait(lambda: len(events) == 40)
+    assert sorted(e.seq for e in events) == list(range(1, 41)) and seen_rx

@@ -406,7 +406,7 @@ def test_mcu_sim_command_serves_a_link(tmp_path):
 def test_mcu_sim_command_rejects_bad_arguments(tmp_path):
     r = subprocess.run([sys.executable, "-m", "controller.cli", "mcu-sim", "--corrupt", "2"],
                        capture_output=True, text=True, cwd=REPO, timeout=30)
-    assert r.returncode == 2 and "corrupt_rate" in r.stderr
+    assert r.returncode == 2 and "--corrupt must be a probability" in r.stderr   # the option as typed
     r = subprocess.run([sys.executable, "-m", "controller.cli", "mcu-sim", "--link", str(tmp_path / "no" / "tty")],
                        capture_output=True, text=True, cwd=REPO, timeout=30)
     assert r.returncode == 2 and "does not exist" in r.stderr
