@@ -59,7 +59,8 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--seed", type=non_negative_int, default=None,
                             help="simulator seed, >= 0 (default from config)")
         parser.add_argument("--source", default=None,
-                            help="frame source instead of the simulated table: sim | replay:PATH")
+                            help="frame source instead of the simulated table: sim[:SCENARIO] | replay:PATH | "
+                                 "usb:N | picamera2[:N] (as craps-table run)")
         parser.add_argument("--config", type=Path, default=None,
                             help="table config (default: the shipped config/table.toml); its bus, "
                                  "state and lamp settings are replaced by temporary ones")

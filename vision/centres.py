@@ -33,7 +33,11 @@ CENTRE_MIN = 0.15
 MIDPOINT_SIDES = 0.9
 
 
-def centres(img: np.ndarray, s: float, det: Callable[[np.ndarray], np.ndarray]) -> tuple[list[tuple[float, float, float, float]], float]:
+Net = Callable[[np.ndarray], np.ndarray]
+Candidate = tuple[float, float, float, float]
+
+
+def centres(img: np.ndarray, s: float, det: Net) -> tuple[list[Candidate], float]:
     """Detector pass at scale ``s`` with the centre detector ``det`` (float32 ``(1, 3, H, W)``
     -> ``(1, 2, H / STRIDE, W / STRIDE)``: centre heat, log box side): ``([(x, y, box side,
     score)], effective scale)`` in frame pixels."""
@@ -87,7 +91,7 @@ def greedy(near: np.ndarray) -> list[int]:
     return keep
 
 
-def find(img: np.ndarray, expected_side_px: float | None, det: Callable[[np.ndarray], np.ndarray]) -> list[tuple[float, float, float, float]]:
+def find(img: np.ndarray, expected_side_px: float | None, det: Net) -> list[Candidate]:
     """Candidates ``[(x, y, box side, centre score)]`` in frame pixels, best first.
 
     With ``expected_side_px`` (calibration), one pass at the scale that makes a die
@@ -95,7 +99,13 @@ def find(img: np.ndarray, expected_side_px: float | None, det: Callable[[np.ndar
     ~1/6 of the cost) measures the dice, then one pass at the scale they give; a pass
     whose dice come out far from the target size is repeated once at the corrected scale.
     Dice too big for a fixed first pass (close camera, small frame) are found whole this
-    way, not as their pips."""
+    way, not as their pips.
+
+    Args:
+        img: uint8 ``(H, W, 3)`` BGR frame.
+        expected_side_px: the die's side in pixels from calibration, or ``None``.
+        det: the centre detector (:func:`centres`).
+    """
     h, w = img.shape[:2]
     if expected_side_px:
         # A die's box is 1..1.41 sides (turned) plus a little perspective: ~1.2 sides.
