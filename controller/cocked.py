@@ -409,6 +409,14 @@ def _judge_cocked_die(scene: ThrowScene, around: Surroundings, i: int, support: 
         # resting against the bank's chips or tray: on the craps bank, (k)(2)(iii), for
         # every profile (house practice reads a cocked die as seen, but not one in the bank)
         scene.zones[i] = "chip_bank"
+        others = [o for o in support + lean if o != "chip bank"]
+        if others and r.extra.get("p_flat_face", 0.0) < 0.5:
+            # and on another object too: more than one side rests on objects, void in every
+            # profile, (h)(1)(i) (where only the tilt classifier calls it not flat, whether it
+            # rests on them is in dispute, as below: the bank's action decides)
+            notes.append(f"cocked die {r.value} leans on the chip bank and rests on {', '.join(others)}: "
+                         f"{1 + len(others)} sides rest on objects: void, (h)(1)(i); on the bank, (k)(2)(iii)")
+            return 1 + len(others)
         notes.append(f"cocked die {r.value} leans on the chip bank: it rests on the bank, (k)(2)(iii)")
         return 0
     # each distinct object touched is a side resting on it (a die wedged between two

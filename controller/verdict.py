@@ -14,8 +14,8 @@ Precedence (the first that applies names the verdict's reason; all found are lis
    ``die-off-table`` / ``dice-off-table`` ((k)(1)); then each die seen in another zone names
    it (chip bank, dice cup, rail, outside the area);
    more than two dice in play, in the chip bank or on a rail: ``extra-dice``;
-4. for the two dice in play: on the other die, resting on several objects, not flat, face not
-   read with confidence.
+4. for the two dice in play: on the other die, resting on several objects (also a thrown die
+   outside the playing area, (h)(1)(i)), not flat, face not read with confidence.
 
 With two dice in the playing area, dice seen in the dice cup (the spare dice, 9 NYCRR
 5324.52(a)(5)) are not part of the throw and are ignored, as are dice seen beyond the table; a
@@ -153,7 +153,11 @@ def find_irregularities(observations: Sequence[DieObservation], facts: ThrowFact
     for o in in_play:
         if o.on_die and Reason.DIE_ON_DIE not in found:
             found.append(Reason.DIE_ON_DIE)
-    for o in in_play:
+    # (h)(1)(i) "If more than one side of a die is resting on a stack of chips or other object,
+    # the roll shall be void": a thrown die, wherever it rests (with fewer than two dice in play
+    # the dice elsewhere are the thrown dice: one cocked on the chip bank and a chip stack)
+    thrown = in_play if len(in_play) >= 2 else in_play + elsewhere
+    for o in thrown:
         if o.sides_resting > 1 and Reason.DIE_ON_SEVERAL_OBJECTS not in found:
             found.append(Reason.DIE_ON_SEVERAL_OBJECTS)
     for o in in_play:

@@ -102,6 +102,10 @@ def irregularities(observations, facts, *, cocked: str, min_confidence: float = 
         found.append(EXTRA_DICE)
 
     per_die = []
+    if len(in_play) < 2:
+        # (h)(1)(i) "more than one side ... resting on ... other object ... void": a thrown die
+        # resting outside the playing area (on the chip bank and a chip stack) too
+        per_die += [SEVERAL_OBJECTS for o in seen if o.zone != PLAYING and o.sides_resting > 1]
     for o in in_play:
         r = o.reading
         if o.on_die:
