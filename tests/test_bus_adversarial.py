@@ -13,21 +13,11 @@ import zmq
 from bus import envelope as envmod
 from bus.config import BusConfig, free_tcp_ports
 from bus.journal import Journal, JournalError
-from bus.keys import key_files, load_curve_public, load_curve_secret, load_signing_key
+from bus.keys import key_files, load_curve_public, load_curve_secret
 from bus.publisher import RollPublisher
 from bus.subscriber import RollSubscriber
 
-
-def _drain(sub: RollSubscriber, n: int, timeout_s: float = 5.0, ack: bool = True) -> list[dict]:
-    out: list[dict] = []
-    deadline = time.monotonic() + timeout_s
-    while len(out) < n and time.monotonic() < deadline:
-        env = sub.receive(0.05)
-        if env is not None:
-            out.append(env)
-            if ack:
-                sub.ack(env["seq"])
-    return out
+from test_bus_basic import _drain  # receive and ack up to n messages, bounded in time
 
 
 def _client(ctx: zmq.Context, cfg: BusConfig, kind: int, key: str = "settlement") -> zmq.Socket:
@@ -65,6 +55,19 @@ def _genuine_header_and_roll(cfg: BusConfig) -> tuple[bytes, bytes]:
         ctx.term()
 
 
+def _stolen_header(tmp_path: Path):
+    """A table journal holding roll 1, the genuine signed replay header and roll envelope its
+    replay server sends (seq 1), and a config whose endpoints are two free loopback ports where
+    an attacker's sockets stand: ``(cfg, attacker cfg, header, roll 1)``."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5)
+    with RollPublisher(cfg) as pub:
+        pub.publish("roll", {"n": 1})
+        header, roll1 = _genuine_header_and_roll(cfg)
+    p1, p2 = free_tcp_ports(2)
+    inj = cfg.model_copy(update={"pub_endpoint": f"tcp://127.0.0.1:{p1}", "replay_endpoint": f"tcp://127.0.0.1:{p2}"})
+    return cfg, inj, header, roll1
+
+
 # -- genuine signatures out of place ----------------------------------------------------------
 def test_a_genuine_replay_header_on_the_live_stream_is_not_delivered_in_place_of_a_roll(tmp_path: Path):
     """A holder of the table's CURVE key and of an allow-listed subscriber key asks the table
@@ -72,12 +75,7 @@ def test_a_genuine_replay_header_on_the_live_stream_is_not_delivered_in_place_of
     roll not yet delivered). Sent on the live stream before the roll, it must be rejected:
     before the fix it was delivered as seq 1 (topic "replay-header", which settlement ignores)
     and the genuine roll 1 was then dropped as a duplicate: a roll lost without an alarm."""
-    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5)
-    with RollPublisher(cfg) as pub:
-        pub.publish("roll", {"n": 1})
-        header, roll1 = _genuine_header_and_roll(cfg)
-    p1, p2 = free_tcp_ports(2)
-    inj = cfg.model_copy(update={"pub_endpoint": f"tcp://127.0.0.1:{p1}", "replay_endpoint": f"tcp://127.0.0.1:{p2}"})
+    cfg, inj, header, roll1 = _stolen_header(tmp_path)
     ctx = zmq.Context()
     x = _fake_xpub(ctx, inj)
     try:
@@ -99,12 +97,7 @@ def test_a_genuine_replay_header_inside_a_replay_batch_is_not_delivered(tmp_path
     """The same genuine header placed among a batch's envelopes (by a fake replay server
     holding the table's CURVE key, answering with the subscriber's own nonce on a genuine
     header it relays) is rejected, not delivered as a message."""
-    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5)
-    with RollPublisher(cfg) as pub:
-        pub.publish("roll", {"n": 1})
-        stolen, roll1 = _genuine_header_and_roll(cfg)
-    p1, p2 = free_tcp_ports(2)
-    inj = cfg.model_copy(update={"pub_endpoint": f"tcp://127.0.0.1:{p1}", "replay_endpoint": f"tcp://127.0.0.1:{p2}"})
+    cfg, inj, stolen, roll1 = _stolen_header(tmp_path)
     ctx = zmq.Context()
     r = ctx.socket(zmq.ROUTER)
     r.setsockopt(zmq.LINGER, 0)

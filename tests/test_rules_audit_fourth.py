@@ -6,35 +6,19 @@ audited (commit 83418a7) and pass since; the others pin combinations found right
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from camera.calibration import Calibration
 from controller.game import GameState, advance, new_shooter, set_decide_only
 from controller.irregularity import TableObject, judge
 from controller.irregularity_profile import load_profile
 from controller.reasons import Reason
 from controller.verdict import DieObservation, ThrowFacts, decide
-from simulator.geometry import TableGeometry
 from vision.types import DieReading
+
+from test_rules_audit import CAL, GEOM, die  # the same table, calibration and reading helper
 
 PROFILES = ("ny-5324", "nj-13-47", "ny-4620", "house-practice")
 
-GEOM = TableGeometry()
-OFF = np.array([90.0, 80.0])  # pixel of table mm (0, 0); 1 px = 1 mm (as tests/test_irregularity_detect.py)
-H = np.array([[1.0, 0.0, -OFF[0]], [0.0, 1.0, -OFF[1]], [0.0, 0.0, 1.0]])
-CAL = Calibration.from_homography(H, GEOM.zones(), camera_height_mm=1800.0)
-SIDE = CAL.die_side_px((550.0, 280.0))
-
-
-def die(x_mm, y_mm, value, *, flat=True, conf=0.97):
-    """A reading centred over table point (x, y) mm (the top face of a die on the felt)."""
-    n = np.array([550.0, 280.0])
-    p = n + (np.array([x_mm, y_mm]) - n) * 1800.0 / (1800.0 - 19.05)
-    cx, cy = p + OFF
-    s = SIDE
-    return DieReading(value=value, bbox=(int(cx - s / 2), int(cy - s / 2), int(cx + s / 2), int(cy + s / 2)),
-                      centre=(float(cx), float(cy)), confidence=conf, flat=flat, side_px=float(s))
 
 
 def reading(value, x, *, flat=True, conf=0.97):

@@ -5,41 +5,13 @@ docstring) and settles them through the settle interface (settlement.cli.run_sce
 """
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from settlement.cli import run_scenario
-from settlement.profile import load_profile
+
+from test_settlement_payouts import bet, one, rejected, roll, run, settled  # the settle interface helpers
 
 
-def run(profile, events):
-    prof = load_profile(profile)
-    out: list[dict] = []
-    assert run_scenario(prof, list(enumerate(events, 1)), ":memory:", emit=lambda s: out.append(json.loads(s))) == 0
-    return out
-
-
-def bet(player, name, amount, **kw):
-    return {"type": "bet", "player": player, "bet": name, "amount": amount, **kw}
-
-
-def roll(a, b):
-    return {"type": "roll", "dice": [a, b]}
-
-
-def settled(out):
-    return [o for o in out if "roll" in o]
-
-
-def rejected(out):
-    return [o for o in out if o.get("type") == "rejected"]
-
-
-def one(out, **match):
-    hits = [o for o in settled(out) if all(o.get(k) == v for k, v in match.items())]
-    assert len(hits) == 1, (match, out)
-    return hits[0]
 
 
 #: a come-out roll setting each point, and a roll making it

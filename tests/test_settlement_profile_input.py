@@ -89,10 +89,7 @@ def test_a_bad_pay_string_names_the_profile_path(tmp_path, capsys):
     ("units = { horn = 4,", 'units = { horn = "4",', "settlement.units.horn"),
 ])
 def test_a_value_of_the_wrong_type_exits_2_naming_the_key(tmp_path, capsys, old, new, key):
-    prof = _profile(tmp_path, old, new)
-    rc, cap = _settle(tmp_path, prof, capsys)
-    assert rc == 2 and cap.out == ""
-    assert str(prof) in cap.err and key in cap.err
+    _refused_naming(tmp_path, capsys, old, new, key)
 
 
 @pytest.mark.parametrize("name", ["ny-5324", "ny-4620", "nj-13-47", "rules-002"])
@@ -110,6 +107,12 @@ def test_the_shipped_profiles_still_load(name):
 ])
 def test_a_zero_or_negative_unit_or_odds_multiple_exits_2_naming_the_key(tmp_path, capsys, old, new, key):
     # units 0 silently turned the multiples rule off; a negative odds multiple refused every odds bet
+    _refused_naming(tmp_path, capsys, old, new, key)
+
+
+def _refused_naming(tmp_path, capsys, old: str, new: str, key: str) -> None:
+    """The shipped profile with ``old`` replaced by ``new``: settle exits 2, prints nothing on
+    stdout, and names the profile file and ``key`` on stderr."""
     prof = _profile(tmp_path, old, new)
     rc, cap = _settle(tmp_path, prof, capsys)
     assert rc == 2 and cap.out == ""
