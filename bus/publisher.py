@@ -40,6 +40,13 @@ REQ_ACK = b"ACK"         # [b"ACK", json {"seq": int, "journal_id": str}]
 #: replies (ROUTER -> DEALER)
 REP_BATCH = b"BATCH"     # [b"BATCH", signed envelope of topic "replay-header", env...]
 REP_ERROR = b"ERROR"     # [b"ERROR", json {"error": str}]
+#: Largest frame the table's sockets take from a subscriber (bytes): a request or a subscription
+#: is a few hundred bytes. ZeroMQ drops the connection of a peer that sends a larger one, so an
+#: allow-listed subscriber cannot fill the table's memory with one huge frame (ZMQ_MAXMSGSIZE;
+#: it limits each frame, not the number of frames in a message).
+REQUEST_MAX_BYTES = 256 * 1024
+#: Messages a table's socket queues from its subscribers before ZeroMQ stops reading them.
+REQUEST_HWM = 100
 
 
 def set_keepalive(sock: zmq.Socket) -> None:
@@ -161,6 +168,8 @@ class RollPublisher:
     def _server_socket(self, kind: int) -> zmq.Socket:
         s = self._ctx.socket(kind)
         s.setsockopt(zmq.LINGER, 200)
+        s.setsockopt(zmq.MAXMSGSIZE, REQUEST_MAX_BYTES)
+        s.setsockopt(zmq.RCVHWM, REQUEST_HWM)
         set_keepalive(s)
         s.curve_secretkey = self._secret
         s.curve_publickey = self._public

@@ -231,3 +231,28 @@ def test_publisher_and_subscriber_restarts_mid_stream_deliver_each_roll_once_in_
         pub.publish("roll", {"n": 16})
         assert [e["body"]["n"] for e in _drain(sub, 2)] == [15, 16]   # 15 again: never acked
         assert sub.receive(0.3) is None
+
+
+def test_a_frame_over_the_request_limit_drops_that_connection_and_the_table_serves_on(tmp_path: Path):
+    """An allow-listed subscriber sends the replay server a 4 MiB frame: ZeroMQ drops that
+    connection (``REQUEST_MAX_BYTES``) instead of taking it into the table's memory; the
+    table's journal and live stream go on, and a good request is answered."""
+    from bus.publisher import REQUEST_MAX_BYTES
+
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5)
+    with RollPublisher(cfg) as pub:
+        pub.publish("roll", {"n": 1})
+        ctx = zmq.Context()
+        try:
+            big = _client(ctx, cfg, zmq.DEALER)
+            big.connect(cfg.replay_endpoint)
+            big.send_multipart([b"REPLAY", b" " * (4 * REQUEST_MAX_BYTES * 4)])
+            assert not big.poll(1000)                       # no answer: the connection was dropped
+            good = _client(ctx, cfg, zmq.DEALER)
+            good.connect(cfg.replay_endpoint)
+            good.send_multipart([b"REPLAY", b'{"from": 1}'])
+            assert good.poll(5000)
+            assert good.recv_multipart()[0] == b"BATCH"
+            assert pub.publish("roll", {"n": 2})["seq"] == 2
+        finally:
+            ctx.destroy(0)
