@@ -26,7 +26,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from controller.policy import Policy, policy_from_mapping
 from controller.reasons import CONTROLLER_RULES, DEFAULTED, Reason
@@ -79,6 +79,21 @@ class ProfileFile(BaseModel):
     #: N.J.A.C. 13:69F-1.11(a) "after any roll") or "decision" (9 NYCRR 4620.3(c)(5), N.J.A.C.
     #: 13:47-20.25(g)6 "on completion of a decision": not while a point is pending)
     shooter_change: Literal["any-roll", "decision"] = "any-roll"
+
+    @model_validator(mode="after")
+    def _cocked_as_read_is_declared(self) -> "ProfileFile":
+        """``detect.cocked = "as-read"`` counts the face seen uppermost of a cocked die, not the
+        face opposite the side resting on the object (9 NYCRR 5324.52(h)(1)(i)): like a die on
+        die read, a profile must declare ``departs_from_regulation = true`` to do so.
+
+        Raises:
+            ValueError: naming ``detect.cocked`` and the declaration it needs.
+        """
+        if self.detect.cocked == COCKED_AS_READ and not self.departs_from_regulation:
+            raise ValueError('detect.cocked = "as-read" departs from 9 NYCRR 5324.52(h)(1)(i) (the face '
+                             "opposite the side resting on the object counts): declare "
+                             "departs_from_regulation = true in the profile to use it")
+        return self
 
     @field_validator("citations")
     @classmethod

@@ -210,3 +210,16 @@ def test_die_on_die_read_citing_5324_52_in_other_words_still_needs_the_declarati
     # its own jurisdiction's paragraph, no such rule there: allowed
     p = policy_from_mapping("x", {"die-on-die": "boxperson"}, citations={"die-on-die": "N.J.A.C. 13:47-20.25(d)"})
     assert p.action(Reason.DIE_ON_DIE).value == "boxperson"
+
+
+def test_a_cocked_die_read_as_seen_must_be_declared_a_departure():
+    """detect.cocked = "as-read" counts the face seen uppermost, not the face opposite the side
+    resting on the object (9 NYCRR 5324.52(h)(1)(i)): without departs_from_regulation = true the
+    profile is refused, naming the key (as a die on die read is); house practice declares it."""
+    d = data("ny-5324")
+    d["detect"]["cocked"] = "as-read"
+    with pytest.raises(ProfileError, match=r"x\.toml: .*detect\.cocked = \"as-read\" departs from 9 NYCRR 5324\.52\(h\)\(1\)\(i\)"):
+        parse_profile(d, "x.toml")
+    d["departs_from_regulation"] = True
+    assert parse_profile(d, "x.toml").cocked == "as-read"
+    assert load_profile("house-practice").cocked == "as-read"
