@@ -5,7 +5,9 @@ A source is given to the service by config; the service does not know which it h
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+import numbers
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Protocol, runtime_checkable
 
 import numpy as np
@@ -56,6 +58,32 @@ def check_image(image: object, where: str = "frame") -> np.ndarray:
     if image.shape[0] < 16 or image.shape[1] < 16:
         raise FrameError(f"{where}: image too small: {image.shape[1]}x{image.shape[0]} pixels")
     return image
+
+
+def check_frame(frame: object) -> Frame:
+    """Validate a frame a source yielded: a :class:`Frame` whose image passes
+    :func:`check_image` and whose ``t`` is a finite real number of seconds.
+
+    Args:
+        frame: expected a :class:`Frame`.
+
+    Returns:
+        ``frame``, or a copy of it whose image is the ``(H, W)`` view of an ``(H, W, 1)``
+        image (what :func:`check_image` returns: readers take ``(H, W, 3)`` or ``(H, W)``).
+
+    Raises:
+        FrameError: not a ``Frame``, an unusable image, or a time that is not a finite real
+            number (``None``, a string, NaN, infinity: a throw would never time out or come to
+            rest); the message names the frame's index and source.
+    """
+    if not isinstance(frame, Frame):
+        raise FrameError(f"expected a camera.base.Frame from the source, got {type(frame).__name__}")
+    where = f"frame {frame.index} of {frame.source or 'the source'}"
+    t = frame.t
+    if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(float(t)):
+        raise FrameError(f"{where}: time t must be a finite number of seconds, got {t!r}")
+    image = check_image(frame.image, where)
+    return frame if image is frame.image else replace(frame, image=image)
 
 
 @runtime_checkable

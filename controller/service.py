@@ -30,7 +30,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 import cv2
 import numpy as np
 
-from camera.base import Frame, FrameError, FrameSource
+from camera.base import Frame, FrameError, FrameSource, check_frame
 from controller.game import GameState, advance, new_shooter, set_decide_only
 from controller.health import HealthMonitor, HealthStatus, frame_digest, frame_level
 from controller.lamps import LampController
@@ -329,6 +329,9 @@ class TableService:
         self._grace_until: float | None = None
         self._frame_seen = False
         self._first_read = True  # the first rest after start: dice on the table raise an alarm
+        self._shape: tuple[int, ...] | None = None  # the last good frame's image shape
+        self._digest: bytes | None = None  # the last frame's digest (with a health monitor)
+        self._repeats = 0  # frames in a row identical, byte for byte, to the frame before
         self._clock_ref = (0.0, time.monotonic())
         #: the round driver of an automated / stadium rig (controller/automation.py), or None
         self.rounds = None
@@ -412,7 +415,10 @@ class TableService:
                     raise
                 if frame is not None:
                     try:
-                        self.health.frame(time.monotonic(), frame_digest(frame.image), frame_level(frame.image))
+                        digest = frame_digest(frame.image)
+                        self._repeats = self._repeats + 1 if digest == self._digest else 0
+                        self._digest = digest
+                        self.health.frame(time.monotonic(), digest, frame_level(frame.image))
                         self._frame_seen = True
                     except Exception as exc:  # noqa: BLE001 - not an image: process() raises the fault
                         log.debug("health: frame %s not measured: %s", getattr(frame, "index", "?"), exc)
@@ -675,16 +681,20 @@ class TableService:
         """
         arrived = time.perf_counter()
         self.stats.frames += 1
-        self._now = float(frame.t)
-        self._clock_ref = (self._now, time.monotonic())
         if self.metrics is not None:
             self.metrics.frame(time.monotonic())
         try:
+            # the image and the time: a NaN or missing time would leave a throw never at rest
+            frame = check_frame(frame)
             moving = self.motion.moving(frame.image)
-        except FrameError as exc:
+        except FrameError as exc:  # skipped: a frame-fault alarm names what is wrong
             self._raise_fault("frame", str(exc))
             return None
+        self._now = float(frame.t)
+        self._clock_ref = (self._now, time.monotonic())
         self._clear_fault("frame")
+        shape, self._shape = self._shape, frame.image.shape
+        in_throw = self.lifecycle.phase == IN_MOTION
         self._drain_inbox()
         if self._outbox_blocked and time.monotonic() - self._last_retry >= 1.0:
             self._last_retry = time.monotonic()
@@ -701,6 +711,8 @@ class TableService:
                 self.rounds.throw_started(frame.t)
             if hasattr(self.observe, "throw_started"):
                 self.observe.throw_started(frame.t)
+        if shape is not None and shape != frame.image.shape and (in_throw or step.kind == STEP_THROW):
+            self._frame_changed(frame, shape)
         if hasattr(self.observe, "on_frame"):
             # after the step: the frame that shows the first motion is the first frame of the
             # throw (tracked), and the background is the last still frame before it
@@ -713,12 +725,44 @@ class TableService:
                 observations, facts = [], ThrowFacts(timed_out=True)
             verdict = decide(observations, facts, policy=self.policy, min_confidence=self.min_confidence)
             body = self._commit_and_publish(verdict, frame, arrived)
+        elif step.kind == STEP_READ and self._frozen_rest():
+            # a camera that froze, mid-throw or mid-clearing, shows a rest that is none: wait
+            # for a frame that changes, or for the health monitor to call the camera frozen
+            log.info("rest of identical frames (%d in a row): not read; the camera may be frozen", self._repeats)
+            self.lifecycle.retry_read()
         elif step.kind == STEP_READ:
             body = self._read(frame, arrived)
         if hasattr(self.observe, "decisions"):
             self._apply_decisions(frame)
         self.lamps.update(self.store.state, self.lifecycle.phase, now=frame.t)
         return body
+
+    def _frozen_rest(self) -> bool:
+        """The still frames of the rest just reached are all byte-identical to the frame before
+        them, with a health monitor that checks for a frozen camera (a live sensor's noise never
+        repeats a frame: controller/health.py): not a rest but a camera that stopped, maybe
+        mid-tumble (read, its frame would give a verdict, and the dice at rest after it a second
+        one for the same throw). Such a rest is never read: a throw in progress is decided at its
+        next rest of live frames, or timed out, a no roll ``table-fault`` if the camera was
+        called frozen (``camera-frozen``) meanwhile."""
+        if self.health is None or self.health.config.frozen_after_s is None:
+            return False
+        return self._repeats >= self.lifecycle.still_frames
+
+    def _frame_changed(self, frame: Frame, before: tuple[int, ...]) -> None:
+        """A frame of another size or colour format than the one before it, during a throw (a
+        camera that switched mode): what the throw's frames showed cannot be compared, nor
+        placed with a calibration made for the other size, so the throw's verdict is a no roll
+        ``table-fault`` (reason ``frame-changed`` in its ``faults``), and a ``frame-fault``
+        alarm names both formats."""
+        def fmt(shape: tuple[int, ...]) -> str:
+            return f"{shape[1]}x{shape[0]} {'grey' if len(shape) == 2 else 'BGR'}"
+
+        message = (f"frame {frame.index} of {frame.source or 'the source'}: {fmt(frame.image.shape)} during a "
+                   f"throw, after {fmt(before)} frames: the throw is a no roll table-fault")
+        log.warning("%s", message)
+        self._taint.add("frame-changed")
+        self._raise_fault("frame", message)
 
     def _read(self, frame: Frame, arrived: float) -> dict | None:
         if self.lifecycle.reading_from == CLEARING and self.motion.same_as(self._empty_ref):

@@ -130,7 +130,11 @@ class ThrowObserver:
         if phase == WAITING:
             self._idle = image
         elif phase == IN_MOTION and self._tracking and self.tracker is not None:
-            self.tracker.add(t, image)
+            try:
+                self.tracker.add(t, image)
+            except ValueError as exc:  # another frame size or format than the background's
+                log.warning("throw no longer tracked: %s", exc)
+                self._tracking = False
 
     def throw_started(self, t: float) -> None:
         """The lifecycle's "throw-started" step: a new track from the last idle frame."""
