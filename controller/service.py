@@ -415,12 +415,16 @@ class TableService:
                     raise
                 if frame is not None:
                     try:
-                        digest = frame_digest(frame.image)
+                        # only a usable frame tells the monitor the camera lives: a camera sending
+                        # nothing but unusable frames is "no frame" (camera-lost) after
+                        # frame_timeout_s, not a healthy camera with a frame fault now and then
+                        good = check_frame(frame)
+                        digest = frame_digest(good.image)
                         self._repeats = self._repeats + 1 if digest == self._digest else 0
                         self._digest = digest
-                        self.health.frame(time.monotonic(), digest, frame_level(frame.image))
+                        self.health.frame(time.monotonic(), digest, frame_level(good.image))
                         self._frame_seen = True
-                    except Exception as exc:  # noqa: BLE001 - not an image: process() raises the fault
+                    except Exception as exc:  # noqa: BLE001 - not usable: process() raises the fault
                         log.debug("health: frame %s not measured: %s", getattr(frame, "index", "?"), exc)
                     self.tick()
                     self.process(frame)

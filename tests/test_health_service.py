@@ -50,7 +50,7 @@ class LiveSource:
     """A camera in real time (30 fps) whose frame clock starts at 0 (like the simulator), that
     a test can freeze (the same frame again and again), stall (no frame at all) or make throw.
 
-    ``mode``: ``"ok"``, ``"frozen"``, ``"stalled"``."""
+    ``mode``: ``"ok"``, ``"frozen"``, ``"stalled"``, ``"garbage"`` (unusable frames)."""
 
     def __init__(self) -> None:
         self.mode = "ok"
@@ -76,6 +76,9 @@ class LiveSource:
             i += 1
             if self.mode == "frozen" and last is not None:
                 yield Frame(last, t, i, source="live")
+                continue
+            if self.mode == "garbage":      # frames no reader can use: float pixels
+                yield Frame(self.rng.random((48, 64, 3), dtype=np.float32), t, i, source="live")
                 continue
             with self._lock:
                 if self._script:
@@ -223,6 +226,28 @@ def test_frozen_and_lost_camera_safe_state_alarm_on_the_bus_and_recovery(tmp_pat
         listener.join(5)
     assert lit() == set()  # close: every lamp off
     factory.close()
+
+
+def test_a_camera_sending_only_unusable_frames_is_lost_not_healthy(tmp_path):
+    """A camera that keeps sending frames no reader can use (float pixels here): before, every
+    one told the health monitor the camera lived (its digest changes), so the table stayed open
+    with a frame-fault alarm now and then. Only usable frames count: after frame_timeout_s the
+    camera is lost (safe state), and it clears when good frames come back."""
+    cfg = table_config(tmp_path)
+    source = LiveSource()
+    service, _ = build_service(cfg, source, publisher=ListPublisher(), lamp_driver=None,
+                               reader=fake_reader, health=True)
+    run = Running(service, source)
+    try:
+        assert wait_for(lambda: service.health_status is not None and service.stats.frames > 10)
+        assert not service.safe_state
+        source.mode = "garbage"
+        assert entered_safe_after(service, time.monotonic()) < 1.5
+        assert service.health_status.reasons == ("camera-lost",)
+        source.mode = "ok"
+        assert wait_for(lambda: not service.safe_state, 3.0)
+    finally:
+        run.stop()
 
 
 def test_bridge_down_and_wall_sensor_down_refuse_rolls_with_table_fault(tmp_path):
