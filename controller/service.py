@@ -418,7 +418,7 @@ class TableService:
                         # only a usable frame tells the monitor the camera lives: a camera sending
                         # nothing but unusable frames is "no frame" (camera-lost) after
                         # frame_timeout_s, not a healthy camera with a frame fault now and then
-                        good = check_frame(frame)
+                        good = self._usable(frame)
                         digest = frame_digest(good.image)
                         self._repeats = self._repeats + 1 if digest == self._digest else 0
                         self._digest = digest
@@ -689,7 +689,7 @@ class TableService:
             self.metrics.frame(time.monotonic())
         try:
             # the image and the time: a NaN or missing time would leave a throw never at rest
-            frame = check_frame(frame)
+            frame = self._usable(frame)
             moving = self.motion.moving(frame.image)
         except FrameError as exc:  # skipped: a frame-fault alarm names what is wrong
             self._raise_fault("frame", str(exc))
@@ -740,6 +740,25 @@ class TableService:
             self._apply_decisions(frame)
         self.lamps.update(self.store.state, self.lifecycle.phase, now=frame.t)
         return body
+
+    def _usable(self, frame: Frame) -> Frame:
+        """``frame`` checked (:func:`camera.base.check_frame`) and, where the calibration says
+        the frame size it was made for (``image_size``, a calibration file's), of that size: the
+        zones and the homography of a calibration made for another size place every die wrong
+        (a camera that switched resolution).
+
+        Raises:
+            FrameError: naming what is wrong (both sizes, for a size the calibration is not for).
+        """
+        frame = check_frame(frame)
+        size = getattr(getattr(self.observe, "calibration", None), "image_size", None)
+        if size is not None:
+            h, w = frame.image.shape[:2]
+            if (w, h) != tuple(size):
+                raise FrameError(f"frame {frame.index} of {frame.source or 'the source'}: {w}x{h} pixels, but the "
+                                 f"calibration is for {size[0]}x{size[1]}: calibrate again for this size "
+                                 "(craps-table calibrate) or set the camera back to it")
+        return frame
 
     def _frozen_rest(self) -> bool:
         """The still frames of the rest just reached are all byte-identical to the frame before

@@ -153,3 +153,28 @@ def test_a_camera_frozen_mid_throw_gives_the_throw_one_verdict(tmp_path, frozen,
         assert service.store.unpublished() == []
     finally:
         service.close()
+
+
+def test_frames_of_another_size_than_the_calibration_are_refused_naming_both(tmp_path):
+    """A calibration file says the frame size it was made for (``image_size``); a camera that
+    switched resolution gives frames whose dice its zones and homography place wrong (a die in
+    the chip bank placed on the felt is a valid roll). Such frames are a ``frame-fault`` naming
+    both sizes and are not used (the throw in them is not read); the service goes on."""
+    from types import SimpleNamespace
+
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    frames, t, i = throw_frames(DICE, 0.0, rest=20)
+    h, w = frames[0].image.shape[:2]
+    service.observe.calibration = SimpleNamespace(image_size=(2 * w, 2 * h))   # read by _usable only
+    run_frames(service, frames)
+    assert pub.rolls() == []
+    alarms = [b for tp, b in pub.sent if tp == "alarm"]
+    assert [a["code"] for a in alarms] == ["frame-fault"]
+    assert f"{w}x{h} pixels, but the calibration is for {2 * w}x{2 * h}" in alarms[0]["message"]
+    service.observe.calibration = None      # no calibration (the stand-in reader's): no size to hold to
+    more, t, i = throw_frames([(5, 100, 100), (6, 200, 120)], t, start_index=i)
+    for f in more:
+        service.process(f)
+    assert [(b["verdict"], b["dice"]) for b in pub.rolls()] == [("roll", [5, 6])]
+    service.close()
