@@ -384,10 +384,22 @@ class TableService:
                     break
                 if should_stop is not None and should_stop():
                     break
+            else:
+                self._source_ended()
         except FrameError as exc:
             self._raise_fault("source", str(exc))
             raise
         return self.stats
+
+    def _source_ended(self) -> None:
+        """The source has no more frames (a replay's end, a camera's stream closed): a throw in
+        motion then gets no verdict, which a ``source-fault`` alarm says (before, it ended
+        silently)."""
+        if self.lifecycle.phase == IN_MOTION:
+            message = (f"the frame source ended during a throw (after frame {self.stats.frames}): "
+                       "that throw has no verdict")
+            log.warning("%s", message)
+            self._raise_fault("source", message)
 
     def _run_watched(self, source: FrameSource, target: int | None,
                      should_stop: Callable[[], bool] | None) -> ServiceStats:
@@ -406,6 +418,7 @@ class TableService:
                 try:
                     frame = pump.get(self.TICK_S)
                 except EOFError:
+                    self._source_ended()
                     break
                 except FrameError as exc:
                     self.health.frame_error(time.monotonic(), str(exc))

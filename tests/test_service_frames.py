@@ -178,3 +178,24 @@ def test_frames_of_another_size_than_the_calibration_are_refused_naming_both(tmp
         service.process(f)
     assert [(b["verdict"], b["dice"]) for b in pub.rolls()] == [("roll", [5, 6])]
     service.close()
+
+
+def test_a_source_that_ends_mid_throw_says_so(tmp_path):
+    """A replay that ends while the dice are moving: before, ``run()`` returned and the throw
+    was dropped without a word. Now a ``source-fault`` alarm says the throw has no verdict."""
+    class Replay:
+        def __init__(self, frames):
+            self._frames = frames
+
+        def frames(self):
+            yield from self._frames
+
+    pub = ListPublisher()
+    service = make_service(tmp_path, pub)
+    frames, _, _ = throw_frames(DICE, 0.0, rest=0)          # idle, then motion: no rest
+    service.run(Replay(frames))
+    assert pub.rolls() == []
+    alarms = [b for tp, b in pub.sent if tp == "alarm"]
+    assert [a["code"] for a in alarms] == ["source-fault"]
+    assert "ended during a throw" in alarms[0]["message"]
+    service.close()
