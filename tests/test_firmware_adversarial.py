@@ -258,8 +258,12 @@ def test_a_listener_that_does_not_return_holds_events_unacknowledged_not_in_memo
     acked = {a.message.ack_seq for a in mcu.frames(Ack) if a.message.ack_seq}
     assert len(acked) < 40                                  # some were held back, unacknowledged
     release.set()
-    for seq in sorted(set(range(1, 41)) - acked):           # the MCU sends them again
-        mcu.write(_event(seq, t=1000 + seq))
-        assert _wait(lambda: seq in {a.message.ack_seq for a in mcu.frames(Ack)}, 3.0), seq
+    assert _wait(lambda: link._dispatch_q.qsize() == 0, 5.0)
+    for seq in sorted(set(range(1, 41)) - acked):           # the MCU sends them again until answered
+        for _ in range(20):                                 # every 0.25 s, as the MCU's 50 ms, bounded
+            mcu.write(_event(seq, t=1000 + seq))
+            if _wait(lambda: seq in {a.message.ack_seq for a in mcu.frames(Ack)}, 0.25):
+                break
+        assert seq in {a.message.ack_seq for a in mcu.frames(Ack)}, seq
     assert _wait(lambda: len(events) == 40)
     assert sorted(e.seq for e in events) == list(range(1, 41)) and seen_rx
