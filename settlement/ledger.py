@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -82,6 +83,73 @@ def _utc() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+def _create(prof, path: Path) -> None:
+    """Make a new, empty ledger file at ``path`` for profile ``prof`` atomically: it is built
+    under ``path.new`` (schema, profile) and renamed into place, so that a ledger file that
+    exists always holds its profile. An empty or truncated file is then never taken for a new
+    ledger (:func:`_check_file`).
+
+    Raises:
+        sqlite3.Error, OSError: the directory is missing or not writable.
+    """
+    tmp = path.with_name(path.name + ".new")
+    for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):   # a creation killed half way
+        leftover.unlink(missing_ok=True)
+    conn = sqlite3.connect(str(tmp), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.executescript(_SCHEMA)
+        conn.execute("INSERT INTO meta VALUES('profile', ?)", (prof.name,))
+    finally:
+        conn.close()      # the last connection: the WAL is checkpointed into the file
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)      # the rename itself survives a power cut
+    finally:
+        os.close(fd)
+
+
+def _check_file(db: sqlite3.Connection, path) -> None:
+    """Refuse an existing ledger file that is damaged or is not a ledger: ``PRAGMA
+    quick_check`` must pass (the file's structure: truncated or overwritten pages), it must
+    hold the profile it was made for (a file emptied or truncated to nothing holds none: it
+    must not be taken for a new ledger), and each player's balance must equal the sum of the
+    recorded changes (bets, removals, returns, settlements; cents).
+
+    Raises:
+        ValueError: ``ledger PATH: ...`` naming what is wrong.
+        sqlite3.Error: not an SQLite database at all.
+    """
+    check = [r[0] for r in db.execute("PRAGMA quick_check(5)").fetchall()]
+    if check != ["ok"]:
+        raise ValueError(f"ledger {path}: damaged ({'; '.join(check)[:300]}); it is not used: "
+                         "restore it from a copy")
+    have = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not {"meta", "balances", "events", "settlements"} <= have or db.execute(
+            "SELECT 1 FROM meta WHERE key='profile'").fetchone() is None:
+        raise ValueError(f"ledger {path}: not a settlement ledger (no profile recorded: an empty or truncated "
+                         "file, or another program's database); it is not used: restore it from a copy, or "
+                         "give a path that does not exist to start a new ledger")
+    want: dict[str, int] = {}
+    for sql in ("SELECT player, SUM(cents) FROM events WHERE player IS NOT NULL GROUP BY player",
+                "SELECT player, SUM(returned) FROM settlements GROUP BY player"):
+        for player, cents in db.execute(sql):
+            want[player] = want.get(player, 0) + cents
+    have_cents = dict(db.execute("SELECT player, cents FROM balances").fetchall())
+    wrong = next(((p, have_cents.get(p, 0), want.get(p, 0)) for p in sorted(set(want) | set(have_cents))
+                  if have_cents.get(p, 0) != want.get(p, 0)), None)
+    if wrong is not None:
+        raise ValueError(f"ledger {path}: damaged: player {wrong[0]!r} has balance {wrong[1]} cents but the "
+                         f"recorded changes sum to {wrong[2]} cents; it is not used: restore it from a copy")
+
+
 class Session:
     """A table session persisted in SQLite.
 
@@ -89,35 +157,47 @@ class Session:
         prof: a :class:`settlement.profile.Profile`.
         path: SQLite file (created if missing) or ":memory:".
 
+    A file that does not exist is created whole (:func:`_create`); an existing one must be a
+    sound ledger (:func:`_check_file`): a ledger emptied, truncated or overwritten while the
+    service was stopped is refused, never taken for a new, empty one.
+
     Raises:
         ValueError: the file was written under a different profile, or cannot be used as a
-            ledger (not an SQLite database, a missing directory, no permission: the message
-            is ``ledger PATH: <sqlite error>``).
+            ledger (not an SQLite database, a missing directory, no permission, damaged, empty
+            or truncated, not a ledger: the message is ``ledger PATH: <what is wrong>``).
     """
 
     def __init__(self, prof, path: str | Path = ":memory:"):
         self.prof = prof
         self.db = None
+        memory = str(path) == ":memory:"
         try:
+            if not memory and not Path(path).exists():
+                _create(prof, Path(path))   # whole or not at all: a ledger file is never empty
             self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL") if str(path) != ":memory:" else None
+            if not memory:
+                _check_file(self.db, path)
+            self.db.execute("PRAGMA journal_mode=WAL") if not memory else None
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(_SCHEMA)
-        except sqlite3.Error as exc:  # not a database, a missing directory, no permission...
+            if memory:
+                self.db.execute("INSERT INTO meta VALUES('profile', ?)", (prof.name,))
+            row = self.db.execute("SELECT value FROM meta WHERE key='profile'").fetchone()
+            if row[0] != prof.name:
+                raise ValueError(f"ledger {path} belongs to profile {row[0]!r}, not {prof.name!r}")
+            snap = self.db.execute("SELECT json FROM snapshot WHERE id=1").fetchone()
+            self.table = Table.from_snapshot(prof, json.loads(snap[0])) if snap else Table(prof)
+            r = self.db.execute("SELECT MAX(seq) FROM rolls").fetchone()
+            self.last_seq = r[0] if r and r[0] is not None else 0
+            m = self.db.execute("SELECT value FROM meta WHERE key='event_seq'").fetchone()
+            self.event_seq = int(m[0]) if m else 0
+        except (sqlite3.Error, ValueError, KeyError, TypeError, OSError, MemoryError) as exc:
+            # not a database, damaged, a missing directory, no permission, an unreadable snapshot
             if self.db is not None:
                 self.db.close()
-            raise ValueError(f"ledger {path}: {exc}") from None
-        row = self.db.execute("SELECT value FROM meta WHERE key='profile'").fetchone()
-        if row is None:
-            self.db.execute("INSERT INTO meta VALUES('profile', ?)", (prof.name,))
-        elif row[0] != prof.name:
-            raise ValueError(f"ledger {path} belongs to profile {row[0]!r}, not {prof.name!r}")
-        snap = self.db.execute("SELECT json FROM snapshot WHERE id=1").fetchone()
-        self.table = Table.from_snapshot(prof, json.loads(snap[0])) if snap else Table(prof)
-        r = self.db.execute("SELECT MAX(seq) FROM rolls").fetchone()
-        self.last_seq = r[0] if r and r[0] is not None else 0
-        m = self.db.execute("SELECT value FROM meta WHERE key='event_seq'").fetchone()
-        self.event_seq = int(m[0]) if m else 0
+            if isinstance(exc, ValueError) and str(exc).startswith(f"ledger {path}"):
+                raise
+            raise ValueError(f"ledger {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
     @property
     def last_bus_seq(self) -> int:
