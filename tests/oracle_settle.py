@@ -166,9 +166,12 @@ class Oracle:
         if "dice" in w:
             w["dice"] = sorted(w["dice"])
         if w["bet"] == "odds":
-            base = self.find(w["player"], w["base"])
-            assert base is not None
-            w["number"] = self.point if w["base"] in ("pass", "dont_pass") else base["number"]
+            if w["base"] in ("pass", "dont_pass"):
+                w["number"] = self.point
+            else:   # behind the come bet on the number given (a player may have several)
+                base = self.find(w["player"], w["base"], **({"number": w["number"]} if "number" in w else {}))
+                assert base is not None
+                w["number"] = base["number"]
         w["vig_paid"] = 0
         if w["bet"] == "fire":
             w["points"] = set()
@@ -298,13 +301,14 @@ class Oracle:
             if result == "win" and kind in prof.stays_up:
                 keep.append(w)          # paid, and the wager stays up
             if kind in ("pass", "dont_pass", "come", "dont_come"):
-                decided_bases[(w["player"], kind)] = result
+                # a come bet's odds follow the come bet on their number, not another one
+                decided_bases[(w["player"], kind, w.get("number") if kind in ("come", "dont_come") else None)] = result
         rest = []
         for w in keep:
             if w["bet"] != "odds":
                 rest.append(w)
                 continue
-            key = (w["player"], w["base"])
+            key = (w["player"], w["base"], w["number"] if w["base"] in ("come", "dont_come") else None)
             if key not in decided_bases:
                 rest.append(w)
                 continue
