@@ -224,10 +224,17 @@ class Session:
                             (json.dumps(table.snapshot()),))
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
         self.table = table
         return result
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite has not done so itself: on a full disk
+        (SQLITE_FULL) it may have, and a ROLLBACK then fails with "cannot rollback - no
+        transaction is active", hiding the error that matters."""
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
 
     def _event(self, kind: str, player, req, cents: int) -> None:
         self.db.execute("INSERT INTO events(kind, player, request, cents, utc) VALUES(?,?,?,?,?)",
@@ -414,7 +421,7 @@ class Session:
             self._write_event_seq(seq)
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
         self.event_seq = seq
 

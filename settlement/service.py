@@ -55,6 +55,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import sqlite3
 import sys
 import threading
 from pathlib import Path
@@ -576,6 +577,10 @@ def run(command: str, args: argparse.Namespace) -> int:
                                max_rolls=args.max_rolls)
     except (RollMessageError, BusError) as exc:   # needs an operator: said, not a traceback
         print(f"craps-table settle-service: stopped: {exc}", file=sys.stderr)
+        return 1
+    except sqlite3.Error as exc:   # the ledger cannot be written (disk full, I/O error): nothing acked
+        print(f"craps-table settle-service: stopped: ledger {args.ledger}: {exc}; the envelope being settled "
+              "was not acknowledged and is settled on restart", file=sys.stderr)
         return 1
     except BusKeyError as exc:   # a key file there but unreadable (empty, not a certificate)
         print(f"craps-table settle-service: {exc}", file=sys.stderr)
