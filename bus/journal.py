@@ -226,7 +226,8 @@ class AckStore:
                                 self.path, n, row[0] if row else "(not recorded)", journal_id)
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            if c.in_transaction:   # on a full disk SQLite may have rolled back itself: its error stands
+                c.execute("ROLLBACK")
             raise
 
     def record(self, subscriber: str, seq: int, ts: str) -> int:
@@ -240,7 +241,8 @@ class AckStore:
             held = int(c.execute("SELECT seq FROM acks WHERE subscriber=?", (subscriber,)).fetchone()[0])
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            if c.in_transaction:   # on a full disk SQLite may have rolled back itself: its error stands
+                c.execute("ROLLBACK")
             raise
         return held
 

@@ -189,7 +189,8 @@ class RollSubscriber:
                                     (k, v))
             self._state.execute("COMMIT")
         except BaseException:
-            self._state.execute("ROLLBACK")
+            if self._state.in_transaction:   # on a full disk SQLite may have rolled back itself: its error stands
+                self._state.execute("ROLLBACK")
             raise
 
     def _client_socket(self, kind: int, server_public: bytes, public: bytes, secret: bytes) -> zmq.Socket:

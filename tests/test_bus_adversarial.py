@@ -256,3 +256,19 @@ def test_a_frame_over_the_request_limit_drops_that_connection_and_the_table_serv
             assert pub.publish("roll", {"n": 2})["seq"] == 2
         finally:
             ctx.destroy(0)
+
+
+def test_a_full_disk_under_the_subscriber_state_is_reported_as_such(tmp_path: Path):
+    """The state file's disk fills (SQLITE_FULL, made with ``PRAGMA max_page_count``): the error
+    that reaches the caller says so. Before, SQLite had already rolled the transaction back, and
+    the subscriber's own ROLLBACK raised "cannot rollback - no transaction is active" over it."""
+    import sqlite3
+
+    cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=5)
+    with RollPublisher(cfg):
+        with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+            sub._state.execute(f"PRAGMA max_page_count={sub._state.execute('PRAGMA page_count').fetchone()[0]}")
+            with pytest.raises(sqlite3.OperationalError, match="full"):
+                for k in range(200):                      # bounded: the pages fill at once
+                    sub._put(**{f"filler{k}": "x" * 4000})
+            sub._state.execute("PRAGMA max_page_count=1000000")
