@@ -177,6 +177,13 @@ class RollSubscriber:
             raise sqlite3.DatabaseError(f"{path}: not a usable bus state file: {exc}") from exc
         return conn
 
+    @property
+    def stored_ack(self) -> int:
+        """The highest sequence number this state file recorded as acknowledged (durably
+        applied), whatever ``resume_after`` says: an application whose own record is below it
+        lost what it had applied (a record restored from an older copy)."""
+        return int(self._get("last_applied") or 0)
+
     def _get(self, key: str) -> str | None:
         row = self._state.execute("SELECT value FROM bus_state WHERE key=?", (key,)).fetchone()
         return row[0] if row else None

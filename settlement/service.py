@@ -41,7 +41,9 @@ come-out, come/don't come after it), and takes or lays ``odds`` x amount behind 
 bet that has a point (capped by the profile's odds limit). A refused bet is logged.
 
 Restart: the subscriber resumes after the last roll seq in the ledger (``resume_after``),
-so a crash between the ledger commit and the ack cannot settle a roll twice.
+so a crash between the ledger commit and the ack cannot settle a roll twice. A ledger holding
+fewer messages than the state file acknowledged lost settled rolls and wagers (an older copy
+restored, its -wal file lost): it is refused (:class:`LedgerBehindError`), not resumed from.
 
 Demo use (in a thread)::
 
@@ -293,7 +295,8 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
         ProfileError: bad profile; ValueError: bad players; bus errors from the subscriber
             (``bus.subscriber.BusError``); :class:`RollMessageError`: a message of the table
             settlement cannot apply, left unacknowledged (the restarted service meets it again
-            until the table is fixed: no roll is skipped).
+            until the table is fixed: no roll is skipped); :class:`LedgerBehindError`: the ledger
+            holds fewer bus messages than the state file acknowledged (it lost settled rolls).
     """
     from bus.subscriber import RollSubscriber
 
@@ -304,6 +307,17 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
     state_path = Path(state_path) if state_path else Path(str(ledger_path) + ".bus")
     sub = RollSubscriber(bus_cfg, state_path, resume_after=sess.last_bus_seq,
                          on_alarm=lambda code, d: on_line(f"bus alarm {code}: {d}"))
+    if sub.stored_ack > sess.last_bus_seq:
+        # every ack follows the ledger's commit, so the ledger is never behind what was acked
+        # unless it lost commits: restored from an older copy, or its -wal file lost after a crash
+        acked = sub.stored_ack
+        sub.close()
+        sess.close()
+        raise LedgerBehindError(
+            f"ledger {ledger_path}: it holds the bus messages up to seq {sess.last_bus_seq}, but {state_path} "
+            f"acknowledged them up to seq {acked}: the ledger lost what it had settled since (an older copy, or "
+            f"its -wal file lost); wagers placed in that time are not in it. Restore the newest ledger; or, to "
+            f"settle again from the table's journal from seq {sess.last_bus_seq + 1}, delete {state_path}")
     settled = 0
     applier = EnvelopeApplier(sess, bettor, on_line)
     try:
@@ -319,6 +333,11 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
         sub.close()
         sess.close()
     return settled
+
+
+class LedgerBehindError(ValueError):
+    """The ledger holds fewer bus messages than the subscriber's state file acknowledged: it
+    lost settled rolls and wagers (:func:`run_settlement_service`; exit status 2)."""
 
 
 class RollMessageError(ValueError):
@@ -575,6 +594,9 @@ def run(command: str, args: argparse.Namespace) -> int:
     try:
         run_settlement_service(cfg, prof, players, args.ledger, stop, on_line=lambda s: print(s, flush=True),
                                max_rolls=args.max_rolls)
+    except LedgerBehindError as exc:   # a ledger that lost settled rolls: bad input, not a traceback
+        print(f"craps-table settle-service: {exc}", file=sys.stderr)
+        return 2
     except (RollMessageError, BusError) as exc:   # needs an operator: said, not a traceback
         print(f"craps-table settle-service: stopped: {exc}", file=sys.stderr)
         return 1

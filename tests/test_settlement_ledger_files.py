@@ -126,3 +126,46 @@ def test_settle_refuses_a_truncated_ledger_with_exit_2_naming_it(tmp_path: Path,
     scenario.write_text('{"type": "roll", "dice": [3, 4]}\n')
     assert main(["settle", "--profile", "ny-5324", "--ledger", str(ledger), str(scenario)]) == 2
     assert f"craps-table settle: ledger {ledger}: " in capsys.readouterr().err
+
+
+def test_a_ledger_behind_what_was_acknowledged_is_refused(tmp_path):
+    """Every ack follows the ledger's commit, so a ledger holding fewer bus messages than its
+    state file acknowledged lost settled rolls (restored from an older copy, or its -wal file
+    lost after a crash): bets placed since are not in it. Before, settlement resumed from the
+    ledger's last seq and settled the rolls again from the journal, those bets forgotten. Now
+    it is refused, naming both files and both seqs (exit status 2 from settle-service)."""
+    import shutil
+    import threading
+    import time
+
+    from bus.config import BusConfig
+    from bus.publisher import RollPublisher
+    from settlement.service import LedgerBehindError, run_settlement_service
+
+    from test_settlement_service import PLAYERS, body, run_service
+
+    cfg = BusConfig.local(tmp_path / "bus")
+    ledger = tmp_path / "ledger.sqlite"
+    with RollPublisher(cfg) as pub:
+        lines: list[str] = []
+        def settle_until_acked(seq: int) -> None:
+            t, stop = run_service(cfg, ledger, lines, None)
+            deadline = time.monotonic() + 20
+            while max(pub.acks().values(), default=0) < seq and time.monotonic() < deadline:
+                time.sleep(0.05)
+            stop.set()
+            t.join(10)
+            assert not t.is_alive() and max(pub.acks().values()) == seq
+
+        pub.publish("roll", body(2, 2, point=4))
+        settle_until_acked(1)
+        shutil.copy(ledger, tmp_path / "old.sqlite")              # a copy after seq 1
+        pub.publish("roll", body(3, 3, point=4))
+        pub.publish("roll", body(2, 2, point=None))
+        settle_until_acked(3)
+        shutil.copy(tmp_path / "old.sqlite", ledger)              # restored: behind the acks
+        for suffix in ("-wal", "-shm"):
+            Path(f"{ledger}{suffix}").unlink(missing_ok=True)
+        with pytest.raises(LedgerBehindError, match=r"up to seq 1, but .*ledger\.sqlite\.bus acknowledged them up to seq 3"):
+            run_settlement_service(cfg, "ny-5324", PLAYERS, ledger, threading.Event(), on_line=lines.append,
+                                   max_rolls=1, receive_timeout_s=0.05)
