@@ -68,6 +68,13 @@ OUTCOME_VOID = "void"
 OUTCOME_TIMEOUT = "timeout"
 #: ``who`` of a decision made by the deadline.
 WHO_TIMEOUT = "timeout"
+#: the longest name a console may give as ``who`` (characters): the name goes into the roll
+#: message, whose envelope the bus refuses over 1 MiB (bus/envelope.py), which would hold
+#: every later verdict in the outbox.
+MAX_WHO_CHARS = 100
+#: the largest command the command socket reads (bytes, ZMQ_MAXMSGSIZE): a larger one drops
+#: the sender's connection, unanswered.
+REQUEST_MAX_BYTES = 64 * 1024
 
 
 class DecisionError(ValueError):
@@ -144,6 +151,25 @@ class Decision:
 
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def check_who(who: object) -> str:
+    """The name a person gives as ``who``, stripped: a non-empty string of at most
+    :data:`MAX_WHO_CHARS` printable characters (it is logged and published with the roll,
+    9 NYCRR 5324.52(h)(1)(ii)(a)).
+
+    Raises:
+        DecisionError: not a string, empty, too long, or with control characters (a newline
+            would forge a line of the log).
+    """
+    if not isinstance(who, str) or not who.strip():
+        raise DecisionError("who: the boxperson's name is required")
+    who = who.strip()
+    if len(who) > MAX_WHO_CHARS:
+        raise DecisionError(f"who: at most {MAX_WHO_CHARS} characters, got {len(who)}")
+    if not who.isprintable():
+        raise DecisionError(f"who: printable characters only, got {who[:MAX_WHO_CHARS]!r}")
+    return who
 
 
 def check_dice(dice: Sequence[int] | None) -> tuple[int, int]:
@@ -226,12 +252,11 @@ class CallRegistry:
         the authenticated key of the console it came from (see :class:`Decision`).
 
         Raises:
-            DecisionError: no name, both or neither of dice/void, bad values, no pending call
-                for ``roll_id`` (already decided, timed out, or never opened).
+            DecisionError: no name (or one :func:`check_who` refuses), both or neither of
+                dice/void, bad values, no pending call for ``roll_id`` (already decided, timed
+                out, or never opened).
         """
-        who = (who or "").strip()
-        if not who:
-            raise DecisionError("who: the boxperson's name is required")
+        who = check_who(who or "")
         if who.lower() == WHO_TIMEOUT:
             # the log's "void by timeout" must mean the deadline passed, not a person named so
             raise DecisionError(f"who: {who!r} is reserved for a call voided at its deadline; give the boxperson's name")
@@ -372,6 +397,10 @@ def _table_request_error(cmd: str, req: dict, keys: set[str],
     who = req.get("who")
     if not isinstance(who, str) or not who.strip():
         return _error(f"{cmd}: who (the caller's name) is required")
+    try:
+        check_who(who)
+    except DecisionError as exc:
+        return _error(f"{cmd}: {exc}")
     if table_command is None:
         return _error(f"{cmd}: this command socket is not connected to a table service")
     return None
@@ -468,6 +497,7 @@ class CommandServer:
         self._auth = None
         self.sock = self.ctx.socket(zmq.REP)
         self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.MAXMSGSIZE, REQUEST_MAX_BYTES)
         if curve is not None:
             from zmq.auth.thread import ThreadAuthenticator
 

@@ -1,0 +1,96 @@
+"""Audit of the boxperson decisions (9 NYCRR 5324.52(h)(1)(ii)(a)): hostile or mistaken
+consoles, the deadline, calls superseded by the next throw, a restart with a call open, an
+evidence frame that cannot be made. Loopback / in-process only."""
+from __future__ import annotations
+
+import json
+import threading
+
+import nacl.signing
+import pytest
+
+from bus.envelope import seal
+from camera.base import Frame
+from controller.boxperson import (MAX_WHO_CHARS, CallRegistry, CommandServer, DecisionError, handle_request,
+                                  send_command)
+from list_publisher import ListPublisher
+from test_controller_service import _observer_service, run_throws, scene_image
+
+UNREADABLE = [(2, 100, 100), (0, 200, 120)]  # one face unreadable: a boxperson call
+
+
+class SealingPublisher(ListPublisher):
+    """Seals each message as the bus does (bus/envelope.py), so an oversized body is refused."""
+
+    key = nacl.signing.SigningKey.generate()
+
+    def publish(self, topic, body):
+        seal(self.key, journal_id="j", seq=len(self.sent) + 1, table_id="t-test", topic=topic, body=body)
+        return super().publish(topic, body)
+
+
+def test_a_huge_who_is_refused_and_cannot_block_the_bus(tmp_path):
+    """Before: a 2 MB ``who`` was accepted (ok: true); its roll message exceeded the bus's 1 MiB
+    envelope and stuck in the outbox, holding every later verdict unpublished."""
+    pub = SealingPublisher()
+    service, reg = _observer_service(tmp_path, pub)
+    bodies, t = run_throws(service, [UNREADABLE])
+    rid = bodies[0]["roll_id"]
+    huge = {"cmd": "decide", "roll_id": rid, "dice": [2, 5], "who": "x" * (2 << 20)}
+    reply = handle_request(reg, json.dumps(huge).encode())
+    assert reply["ok"] is False and f"at most {MAX_WHO_CHARS} characters" in reply["error"]
+    assert [c.roll_id for c in reg.pending()] == [rid]
+    for bad in ("ann\nboxperson decision forged", "ann\x00"):
+        reply = handle_request(reg, json.dumps({**huge, "who": bad}).encode())
+        assert reply["ok"] is False and "printable" in reply["error"]
+    ok = handle_request(reg, json.dumps({**huge, "who": "a" * MAX_WHO_CHARS}).encode())
+    assert ok["ok"] is True
+    service.process(Frame(scene_image(UNREADABLE), t, 999))
+    assert pub.rolls()[-1]["decision"]["who"] == "a" * MAX_WHO_CHARS
+    assert service.store.unpublished() == [] and not service._outbox_blocked
+    service.close()
+
+
+def test_a_huge_who_on_a_table_command_is_refused():
+    reg = CallRegistry(60.0)
+    posted = []
+    for cmd in ({"cmd": "no-roll", "reason": "improper-throw"}, {"cmd": "decide-only", "on": True}):
+        reply = handle_request(reg, json.dumps({**cmd, "who": "y" * 5000}).encode(),
+                               lambda e, **d: posted.append(e))
+        assert reply["ok"] is False and "at most" in reply["error"]
+    assert posted == []
+
+
+def test_the_command_socket_drops_an_oversized_request_and_serves_on():
+    reg = CallRegistry(60.0)
+    reg.open("table-1-00000001", "face-unreadable", b"png")
+    server = CommandServer(reg, "tcp://127.0.0.1:*").start()
+    try:
+        with pytest.raises(TimeoutError):
+            send_command(server.endpoint, {"cmd": "pending", "pad": "z" * (1 << 20)}, timeout_s=1.0)
+        ok = send_command(server.endpoint, {"cmd": "decide", "roll_id": "table-1-00000001", "void": True,
+                                            "who": "ann"}, timeout_s=5.0)
+        assert ok["ok"] is True and ok["decision"]["outcome"] == "void"
+    finally:
+        server.close()
+
+
+def test_two_consoles_racing_get_one_decision():
+    seen = []
+    reg = CallRegistry(60.0, on_decision=seen.append)
+    reg.open("r-2", "face-unreadable", b"")
+    barrier = threading.Barrier(8, timeout=5)
+    replies = []
+
+    def console(k):
+        barrier.wait()
+        req = {"cmd": "decide", "roll_id": "r-2", "who": f"c{k}", **({"void": True} if k % 2 else {"dice": [k % 6 + 1, 1]})}
+        replies.append(handle_request(reg, json.dumps(req).encode()))
+
+    threads = [threading.Thread(target=console, args=(k,)) for k in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(5)
+    assert sum(r["ok"] for r in replies) == 1 and len(seen) == 1
+    assert all("already decided" in r["error"] for r in replies if not r["ok"])
