@@ -263,8 +263,9 @@ class CallRegistry:
         if void == (dice is not None):
             raise DecisionError("give either the dice (a value for each die) or void, not both or neither")
         values = None if void else check_dice(dice)
-        self.expire()
         now = self.clock()
+        # one reading of the clock: an answer at or after the deadline finds the call void
+        self.expire(now)
         with self._lock:
             call = self._calls.get(roll_id)
             if call is None:
@@ -279,9 +280,10 @@ class CallRegistry:
         self._done(decision)
         return decision
 
-    def expire(self) -> list[Decision]:
-        """Void every call past its deadline (who = ``"timeout"``); return those decisions."""
-        now = self.clock()
+    def expire(self, now: float | None = None) -> list[Decision]:
+        """Void every call whose deadline is at or before ``now`` (clock seconds, default the
+        clock; who = ``"timeout"``); return those decisions."""
+        now = self.clock() if now is None else now
         out = []
         with self._lock:
             for roll_id, call in list(self._calls.items()):

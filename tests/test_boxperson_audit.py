@@ -75,6 +75,39 @@ def test_the_command_socket_drops_an_oversized_request_and_serves_on():
         server.close()
 
 
+class SteppingClock:
+    """Each reading is ``step`` seconds after the one before."""
+
+    def __init__(self, step):
+        self.t, self.step = 0.0, step
+
+    def __call__(self):
+        self.t += self.step
+        return self.t
+
+
+def test_an_answer_is_judged_against_the_deadline_at_one_time():
+    """Before: ``answer`` expired calls at one clock reading and took the answer at a later one,
+    so an answer read at the deadline was accepted as the dice (latency = the timeout)."""
+    seen = []
+    reg = CallRegistry(1.0, clock=SteppingClock(0.6), on_decision=seen.append)
+    reg.open("r-1", "face-unreadable", b"")            # opened 0.6, deadline 1.6
+    reg.clock.t = 0.4                                   # readings 1.0, then 1.6 (the deadline)
+    try:
+        d = reg.answer("r-1", who="ann", dice=[1, 2])
+    except DecisionError:
+        d = reg.decision("r-1")
+    assert len(seen) == 1 and seen[0] == d
+    assert d.outcome == "timeout" or d.latency_s < reg.timeout_s
+    # exactly at the deadline the call is void (``now >= deadline``), and says so
+    reg.open("r-3", "face-unreadable", b"")            # opened at the next reading
+    reg.clock.step = 0.0
+    reg.clock.t = reg.get("r-3").deadline
+    with pytest.raises(DecisionError, match="already decided \\(timeout by timeout"):
+        reg.answer("r-3", who="ann", void=True)
+    assert [(d.roll_id, d.outcome) for d in seen[1:]] == [("r-3", "timeout")]
+
+
 def test_two_consoles_racing_get_one_decision():
     seen = []
     reg = CallRegistry(60.0, on_decision=seen.append)
