@@ -205,15 +205,27 @@ class ThrowObserver:
                           observed: ObservedThrow | None = None) -> None:
         """After a verdict is published: a boxperson verdict opens a call with the evidence
         frame (``image`` annotated; a blank frame when ``None``) and the detectors' notes of
-        ``observed`` (default: :attr:`last`)."""
+        ``observed`` (default: :attr:`last`). An evidence frame that cannot be made (the
+        annotation or the PNG encoding raised) does not keep the call from opening: the call
+        gets a blank frame naming the failure, so the boxperson still decides it or it is
+        void at its deadline (9 NYCRR 5324.52(h)(1)(ii)(a)); the verdict is already published."""
         if verdict.kind != "boxperson" or self.registry is None:
             return
         if observed is None:
             observed = self.last  # the throw the service's observe hook saw last
-        notes = () if observed is None else observed.notes
+        notes = () if observed is None else tuple(observed.notes)
         reason = verdict.reason.value if verdict.reason is not None else "face-unreadable"
         frame = image if image is not None else np.zeros((120, 160, 3), np.uint8)
-        png = annotate_evidence(frame, verdict.observations, title=f"{roll_id} {reason}", notes=notes)
+        try:
+            png = annotate_evidence(frame, verdict.observations, title=f"{roll_id} {reason}", notes=notes)
+        except Exception as exc:  # noqa: BLE001 - the call must open whatever the evidence frame
+            log.exception("boxperson call %s: the evidence frame could not be made", roll_id)
+            notes = (*notes, f"evidence frame not made: {type(exc).__name__}: {exc}"[:200])
+            try:
+                png = annotate_evidence(np.zeros((120, 160, 3), np.uint8), (), title=f"{roll_id} {reason}",
+                                        notes=notes)
+            except Exception:  # noqa: BLE001 - no image at all: the call opens without one
+                png = b""
         self.registry.open(roll_id, reason, png, notes=notes)
 
     def decisions(self) -> list[Decision]:

@@ -127,3 +127,33 @@ def test_two_consoles_racing_get_one_decision():
         th.join(5)
     assert sum(r["ok"] for r in replies) == 1 and len(seen) == 1
     assert all("already decided" in r["error"] for r in replies if not r["ok"])
+
+
+def test_a_call_whose_evidence_frame_fails_still_opens_and_is_decided(tmp_path, monkeypatch):
+    """Before: an evidence frame that could not be made raised out of ``TableService.process``
+    after the boxperson verdict was published, and no call was opened: nobody could answer it
+    and it never timed out."""
+    import controller.throw_observer as throw_observer
+
+    real = throw_observer.annotate_evidence
+    failures = []
+
+    def failing_once(image, observations, **kw):
+        if not failures:
+            failures.append(1)
+            raise ValueError("evidence image: PNG encoding failed")
+        return real(image, observations, **kw)
+
+    monkeypatch.setattr(throw_observer, "annotate_evidence", failing_once)
+    pub = ListPublisher()
+    service, reg = _observer_service(tmp_path, pub)
+    bodies, t = run_throws(service, [UNREADABLE])
+    (call,) = reg.pending()
+    assert call.roll_id == bodies[0]["roll_id"] and call.evidence_png[:4] == b"\x89PNG"
+    assert any("evidence frame not made" in n for n in call.notes)
+    reply = handle_request(reg, json.dumps({"cmd": "decide", "roll_id": call.roll_id, "dice": [2, 3],
+                                            "who": "ann"}).encode())
+    assert reply["ok"] is True
+    service.process(Frame(scene_image(UNREADABLE), t, 999))
+    assert pub.rolls()[-1]["decision"]["call"] == call.roll_id and pub.rolls()[-1]["dice"] == [2, 3]
+    service.close()
