@@ -210,6 +210,7 @@ class CallRegistry:
         self.on_decision = on_decision
         self._calls: dict[str, BoxpersonCall] = {}
         self._decided: dict[str, Decision] = {}
+        self._superseded: dict[str, str] = {}   # roll id of a call -> the verdict after it
         self._lock = threading.Lock()
 
     def open(self, roll_id: str, reason: str, evidence_png: bytes, *, notes: Sequence[str] = (),
@@ -223,7 +224,7 @@ class CallRegistry:
             raise DecisionError("roll_id: empty")
         now = self.clock()
         with self._lock:
-            if roll_id in self._calls or roll_id in self._decided:
+            if roll_id in self._calls or roll_id in self._decided or roll_id in self._superseded:
                 raise DecisionError(f"roll {roll_id}: a boxperson call was already opened")
             call = BoxpersonCall(roll_id, str(reason), bytes(evidence_png), now,
                                  now + (self.timeout_s if timeout_s is None else float(timeout_s)), tuple(notes))
@@ -272,6 +273,9 @@ class CallRegistry:
                 done = self._decided.get(roll_id)
                 if done is not None:
                     raise DecisionError(f"roll {roll_id}: already decided ({done.outcome} by {done.who} at {done.at_utc})")
+                if roll_id in self._superseded:
+                    raise DecisionError(f"roll {roll_id}: superseded by the verdict {self._superseded[roll_id]} "
+                                        "(the game moved on); a decision on it would not be applied")
                 raise DecisionError(f"roll {roll_id}: no pending boxperson call")
             decision = Decision(roll_id, call.reason, OUTCOME_VOID if void else OUTCOME_DICE, values, who,
                                 self.wall_clock().isoformat(), now - call.opened, console)
@@ -279,6 +283,22 @@ class CallRegistry:
             self._decided[roll_id] = decision
         self._done(decision)
         return decision
+
+    def supersede(self, roll_id: str) -> list[str]:
+        """A verdict ``roll_id`` was published after the pending calls: they can no longer be
+        applied (the table service applies a decision only to the call that is its last
+        verdict, controller/service.py ``_apply_decisions``), so they leave the pending list
+        and an answer to one is refused naming ``roll_id`` (before, it was taken, replied
+        ``ok``, and dropped by the service). No decision is made for them. Returns their roll
+        ids."""
+        with self._lock:
+            gone = [r for r in self._calls if r != roll_id]
+            for r in gone:
+                del self._calls[r]
+                self._superseded[r] = roll_id
+        for r in gone:
+            log.warning("boxperson call %s superseded by the verdict %s: it can no longer be decided", r, roll_id)
+        return gone
 
     def expire(self, now: float | None = None) -> list[Decision]:
         """Void every call whose deadline is at or before ``now`` (clock seconds, default the

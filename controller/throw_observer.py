@@ -205,10 +205,13 @@ class ThrowObserver:
                           observed: ObservedThrow | None = None) -> None:
         """After a verdict is published: a boxperson verdict opens a call with the evidence
         frame (``image`` annotated; a blank frame when ``None``) and the detectors' notes of
-        ``observed`` (default: :attr:`last`). An evidence frame that cannot be made (the
+        ``observed`` (default: :attr:`last`); a call still pending from before ``roll_id`` is
+        superseded (:meth:`CallRegistry.supersede`). An evidence frame that cannot be made (the
         annotation or the PNG encoding raised) does not keep the call from opening: the call
         gets a blank frame naming the failure, so the boxperson still decides it or it is
         void at its deadline (9 NYCRR 5324.52(h)(1)(ii)(a)); the verdict is already published."""
+        if self.registry is not None:
+            self.registry.supersede(roll_id)  # a call before this verdict cannot be applied now
         if verdict.kind != "boxperson" or self.registry is None:
             return
         if observed is None:

@@ -604,14 +604,17 @@ def test_boxperson_void_and_stale_decision(tmp_path):
     void = pub.rolls()[-1]
     assert (void["verdict"], void["reason"], void["decision"]["outcome"]) == ("no-roll", "boxperson-void", "void")
     assert service.store.state.rolls == 0
-    # a call answered after the game moved on is not applied
+    # a call answered after the game moved on is refused (the next verdict superseded it)
+    from controller.boxperson import DecisionError
+
     bodies2, t = run_throws(service, [[(4, 100, 100), (0, 200, 120)], [(3, 100, 100), (3, 200, 120)]], t0=t + 1)
     assert [b["verdict"] for b in bodies2] == ["boxperson", "roll"]
-    registry.answer(bodies2[0]["roll_id"], who="late", dice=[4, 4])
+    with pytest.raises(DecisionError, match="superseded by the verdict"):
+        registry.answer(bodies2[0]["roll_id"], who="late", dice=[4, 4])
     n = len(pub.rolls())
     service.process(Frame(scene_image([(3, 100, 100), (3, 200, 120)]), t + 1, 2000))
     assert len(pub.rolls()) == n
-    assert [b["code"] for tp, b in pub.sent if tp == "alarm"] == ["stale-decision-fault"]
+    assert [b["code"] for tp, b in pub.sent if tp == "alarm"] == []
     assert service.store.state.point == 6
     service.close()
 
