@@ -340,7 +340,10 @@ class TableService:
 
     def start(self) -> None:
         """Publish what a previous run committed but did not publish, then a ``"state"``
-        message (``event: "start"``) with the resumed game, and set the lamps.
+        message (``event: "start"``) with the resumed game, and set the lamps. When the last
+        verdict is a boxperson call (the previous run stopped with it open), the call is opened
+        again with a new deadline (``observe.reopen_call``), so the boxperson decides it or it
+        is void at its deadline (9 NYCRR 5324.52(h)(1)(ii)(a)) instead of being lost.
 
         Raises:
             controller.store.StoreError: the store cannot be read or written (naming the file).
@@ -361,6 +364,11 @@ class TableService:
             log.warning("publishing verdict %s committed before a restart", body.get("roll_id"))
             self._publish_verdict_body(body)
         self._publish("state", {"event": "start", "game": self._game_json(self.store.state)})
+        last = self.store.verdicts(1)
+        if last and last[-1].get("verdict") == "boxperson" and hasattr(self.observe, "reopen_call"):
+            # a call open when the last process stopped: decided or voided now, not lost
+            if self.observe.reopen_call(last[-1]):
+                self.lamps.verdict("boxperson", self._now)   # CALL BOXPERSON flashes again
         self.lamps.update(self.store.state, self.lifecycle.phase, now=self._now)
 
     def run(self, source: FrameSource, *, max_verdicts: int | None = None,

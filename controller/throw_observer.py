@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from types import SimpleNamespace
 from typing import Sequence
 
 import numpy as np
@@ -230,6 +231,37 @@ class ThrowObserver:
             except Exception:  # noqa: BLE001 - no image at all: the call opens without one
                 png = b""
         self.registry.open(roll_id, reason, png, notes=notes)
+
+    def reopen_call(self, body: dict) -> bool:
+        """After a restart, open again the boxperson call of ``body`` (the last verdict the
+        store holds, a ``"boxperson"`` roll message) with a new deadline: the calls of the
+        process that stopped were in its memory only, so the call could be neither answered
+        nor voided and the roll was never decided (9 NYCRR 5324.52(h)(1)(ii)(a)). The frame
+        was not kept: the evidence is a blank frame of its size with the published readings
+        boxed. Returns ``False`` (nothing opened) without a registry, for another verdict, or
+        when a call for it is already open or decided."""
+        if self.registry is None or body.get("verdict") != "boxperson" or not body.get("roll_id"):
+            return False
+        roll_id, reason = str(body["roll_id"]), str(body.get("reason") or "face-unreadable")
+        if self.registry.get(roll_id) is not None or self.registry.decision(roll_id) is not None:
+            return False
+        notes = ("call opened again after a restart: the evidence frame was not kept; the boxes are "
+                 "the published readings",)
+        info = body.get("frame") or {}
+        try:
+            size = (int(info.get("height") or 120), int(info.get("width") or 160))
+            readings = [SimpleNamespace(bbox=r["bbox"], value=r.get("value"), flat=bool(r.get("flat", True)),
+                                        confidence=float(r.get("confidence") or 0.0), extra={},
+                                        zone=r.get("zone", "playing"))
+                        for r in body.get("readings") or ()]
+            png = annotate_evidence(np.zeros((*size, 3), np.uint8), readings, title=f"{roll_id} {reason}",
+                                    notes=notes)
+        except Exception:  # noqa: BLE001 - the call must open whatever the evidence frame
+            log.exception("boxperson call %s: the evidence frame could not be drawn again", roll_id)
+            png = b""
+        self.registry.open(roll_id, reason, png, notes=notes)
+        log.warning("boxperson call %s (%s) opened again after a restart", roll_id, reason)
+        return True
 
     def decisions(self) -> list[Decision]:
         """Decisions taken since the last call (answers and timeouts), oldest first."""

@@ -178,3 +178,47 @@ def test_an_answer_to_a_call_the_next_throw_superseded_is_refused_naming_why(tmp
     assert len(pub.rolls()) == 2 and [b for tp, b in pub.sent if tp == "alarm"] == []
     assert service.store.state.point == 6
     service.close()
+
+
+def test_a_call_open_when_the_service_restarts_is_opened_again(tmp_path):
+    """Before: the calls were in the stopped process's memory only: after a restart the
+    boxperson's answer was refused ("no pending boxperson call"), no timeout came, and the
+    roll was never decided (while shooter changes waited on it)."""
+    pub = ListPublisher()
+    service, _ = _observer_service(tmp_path, pub)
+    bodies, t = run_throws(service, [UNREADABLE])
+    rid = bodies[0]["roll_id"]
+    service.close()
+    pub2 = ListPublisher()
+    service2, reg2 = _observer_service(tmp_path, pub2, timeout_s=0.5)
+    service2.start()
+    (call,) = reg2.pending()
+    assert call.roll_id == rid and call.reason == "face-unreadable" and call.evidence_png[:4] == b"\x89PNG"
+    assert "restart" in call.notes[0]
+    assert service2.lamps.shown["call-boxperson"] == "flash"
+    reply = handle_request(reg2, json.dumps({"cmd": "decide", "roll_id": rid, "void": True, "who": "ann"}).encode())
+    assert reply["ok"] is True
+    service2.process(Frame(scene_image(UNREADABLE), t, 999))
+    (void,) = pub2.rolls()
+    assert (void["verdict"], void["reason"], void["decision"]["call"]) == ("no-roll", "boxperson-void", rid)
+    service2.close()
+    # a second restart: the last verdict is the decision, no call is opened
+    service3, reg3 = _observer_service(tmp_path, ListPublisher())
+    service3.start()
+    assert reg3.pending() == []
+    service3.close()
+
+
+def test_a_call_reopened_after_a_restart_is_void_at_its_deadline(tmp_path):
+    service, _ = _observer_service(tmp_path, ListPublisher())
+    bodies, t = run_throws(service, [UNREADABLE])
+    service.close()
+    pub2 = ListPublisher()
+    service2, reg2 = _observer_service(tmp_path, pub2, timeout_s=0.05)
+    service2.start()
+    reg2.clock = lambda: 1e12
+    service2.process(Frame(scene_image(UNREADABLE), t, 999))
+    (void,) = pub2.rolls()
+    assert (void["decision"]["outcome"], void["decision"]["who"]) == ("timeout", "timeout")
+    assert void["decision"]["call"] == bodies[0]["roll_id"]
+    service2.close()
