@@ -644,8 +644,9 @@ class TableService:
         codes = [r.value for r in STAFF_CALL_REASONS]
         if reason not in codes:
             raise ValueError(f"reason {reason!r} cannot be called; one of: {', '.join(codes)}")
-        if not who.strip():
-            raise ValueError("who (the caller's name) is required")
+        from controller.boxperson import check_who
+
+        who = check_who(who)   # DecisionError (a ValueError): empty, too long, control characters
         if self.policy.action(Reason(reason)) is Action.READ:
             # e.g. far-wall-missed under 9 NYCRR 4620.3 or N.J.A.C. 13:47-20.25: the game's
             # rules do not void such a throw, so a person cannot call it void for it either

@@ -738,6 +738,11 @@ def test_a_no_roll_called_during_the_throw_voids_it(tmp_path):
     assert "(k)(3)" not in str(exc.value)
     with pytest.raises(ValueError, match="cannot be called"):
         service.call_no_roll("die-on-die", "sam")
+    # the name goes into the roll message: the in-process call holds it to the socket's rule
+    with pytest.raises(ValueError, match="at most 100 characters"):
+        service.call_no_roll("improper-throw", "s" * 101)
+    with pytest.raises(ValueError, match="printable characters only"):
+        service.call_no_roll("improper-throw", "sam\nFAKE LOG LINE")
     frames, t, i = throw_frames([(6, 100, 100), (5, 200, 120)], t + 0.1, start_index=i + 1)
     more = [b for b in map(service.process, frames) if b is not None]
     assert [(m["verdict"], m["dice"], m["called"]) for m in more] == [("roll", [6, 5], None)]
