@@ -116,7 +116,8 @@ class RoundGate:
         * ``state`` ``start`` (the table's process started): every round without a result is
           abandoned and no round is current until the next ``bets-open``;
         * ``resumed`` with ``abandoned``: that round is abandoned;
-        * ``no-more-bets``: the round closes; wagers stamped at or after the close are returned.
+        * ``no-more-bets``: the round closes; wagers stamped at or after the close are returned
+          (also for a round whose ``bets-open`` the gate never saw: settlement restarted mid-round).
 
         Returns:
             the :class:`Return` instructions for the ledger (possibly empty).
@@ -161,6 +162,10 @@ class RoundGate:
             return [Return(f"abandoned: round {rid} opened", keep=rid)]
         info = self.rounds.get(rid)
         if info is None:
+            if event == "no-more-bets":
+                # a round opened before settlement (re)started: the gate never saw its bets-open,
+                # but the ledger holds the wagers accepted for it then (a restart mid-round)
+                return [Return("placed at or after no more bets", round_id=rid, since=ts)]
             return []
         if event == "no-more-bets" and info.closed is None:
             info.closed = ts

@@ -241,3 +241,32 @@ def test_round_envelope_with_a_bad_ts_is_a_roll_message_error(tmp_path):
         assert app.rounds.rounds == {} and sess.last_bus_seq == 0
     finally:
         sess.close()
+
+
+def test_restart_mid_round_still_returns_a_wager_stamped_after_the_close(tmp_path):
+    """settle-service restarted between a wager's acceptance and its round's no-more-bets (the
+    gate is rebuilt empty): the wager stamped after the close is still returned when the close
+    arrives, never ridden on the roll; the one stamped before stays."""
+    from settlement.ledger import Session
+    from settlement.profile import load_profile
+    from settlement.service import EnvelopeApplier, LineBettor
+
+    sess, app, lines = _applier(tmp_path)
+    try:
+        app.apply(env(1, "bets-open", "2026-11-30T00:00:00+00:00"))
+        sess.mark_seen(1)
+        app.place_for_round(wager("2026-11-30T00:00:09.99+00:00"))
+        app.place_for_round({**wager("2026-11-30T00:00:10.02+00:00"), "player": "p9"})
+    finally:
+        sess.close()
+    sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")      # the restart
+    try:
+        assert sess.last_bus_seq == 1 and [w.player for w in sess.table.wagers] == ["p1", "p9"]
+        app = EnvelopeApplier(sess, LineBettor([]), lines.append)
+        app.apply(env(2, "no-more-bets", "2026-11-30T00:00:10+00:00"))
+        assert [w.player for w in sess.table.wagers] == ["p1"]
+        app.apply(_roll(3, (6, 1)))
+        assert (sess.balance("p1"), sess.balance("p9")) == (1000, 0)
+        assert any("p9 pass wid 2 returned $10.00" in ln and "placed at or after no more bets" in ln for ln in lines)
+    finally:
+        sess.close()
