@@ -6,7 +6,8 @@ The table service (controller/service.py) calls the driver at four points (``ser
 
 - :meth:`RoundDriver.on_frame` before each frame's lifecycle step: events from other threads
   (the shaker's "done", a "dice out" input, a technician's resume) are applied, the bets window
-  is closed when due, the shaker is commanded, the next round is opened when due. It returns a
+  is closed when due (at once in the table's safe state), the shaker is commanded, the next
+  round is opened when due (neither while the table is in its safe state). It returns a
   :class:`~controller.verdict.Verdict` the service must publish now when the shaker ran and the
   layout never moved (the dice did not move at all);
 - :meth:`RoundDriver.throw_started` on the lifecycle's "throw started" (first motion): in
@@ -158,19 +159,24 @@ class RoundDriver:
         raise_fault, clear_fault: ``(where, message)`` / ``(where)``: the service's fault
             handling (alarm on the bus, fault lamp).
         wall: the wall clock of the shaker's timeouts (``time.monotonic``; tests inject one).
+        held: ``() -> bool``: the table is in its safe state (controller/health.py): the open
+            round's bets close (``cause`` ``"safe-state"``), no SHAKER is sent and no round
+            opens until it clears (a throw then would only be a no roll ``table-fault``).
     """
 
     def __init__(self, cycle: RoundCycle, *, lifecycle, shaker: ShakerPort | None = None,
                  trigger: Callable[[], None] | None = None,
                  raise_fault: Callable[[str, str], None] | None = None,
                  clear_fault: Callable[[str], None] | None = None,
-                 wall: Callable[[], float] = time.monotonic) -> None:
+                 wall: Callable[[], float] = time.monotonic,
+                 held: Callable[[], bool] | None = None) -> None:
         if cycle.mode == "automated" and shaker is None:
             raise ValueError("automated mode needs a shaker (the firmware bridge)")
         self.cycle, self.lifecycle, self.shaker, self.trigger = cycle, lifecycle, shaker, trigger
         self._raise = raise_fault or (lambda where, msg: log.error("%s: %s", where, msg))
         self._clear = clear_fault or (lambda where: None)
         self.wall = wall
+        self._held = held or (lambda: False)
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.shaking = False
         self._shake_deadline = 0.0
@@ -218,7 +224,8 @@ class RoundDriver:
         self._drain(t)
         if self.bus_failed is not None and not c.stopped:
             self._stop("rounds-bus", f"round events cannot be published ({self.bus_failed})")
-        if c.phase is None:
+        held = self._held()
+        if c.phase is None and not held:
             c.open()
         if c.stopped:
             return None
@@ -232,21 +239,25 @@ class RoundDriver:
                                         f"{c.round.round_id if c.round else None} not decided within "
                                         f"{cfg.throw_timeout_s:.1f} s (dice not coming to rest?)")
             return None
+        if held and c.phase == BETS_OPEN:     # BETS CLOSED is lit: settlement must refuse too
+            c.close_bets("safe-state")
+            if c.mode == "automated":
+                self._throw_pending, self._throw_at = True, t + cfg.throw_guard_s
         if c.mode == "automated":
             if c.close_due(t):
                 c.close_bets("window")
                 self._throw_pending, self._throw_at = True, t + cfg.throw_guard_s
-            if (self._throw_pending and not self.shaking and t >= self._throw_at
+            if (self._throw_pending and not held and not self.shaking and t >= self._throw_at
                     and self.lifecycle.phase in (LIFECYCLE_WAITING, LIFECYCLE_DECIDED)):
                 self._throw(t)
-            if c.open_due(t) and not self.shaking:
+            if c.open_due(t) and not self.shaking and not held:
                 c.open()
             if (c.phase == THROW and not self.shaking and self._done_t is not None and not moving
                     and t - self._done_t >= cfg.no_motion_s):
                 self._done_t = None
                 return Verdict(kind="no-roll", reason=Reason.DICE_DID_NOT_MOVE, dice=None,
                                irregularities=(Reason.DICE_DID_NOT_MOVE,))
-        elif c.open_due(t) and self.lifecycle.phase == LIFECYCLE_WAITING:
+        elif c.open_due(t) and self.lifecycle.phase == LIFECYCLE_WAITING and not held:
             c.open()
         return None
 
@@ -445,7 +456,8 @@ def attach_rounds(service, config: RoundsConfig, *, mode: str, shaker: ShakerPor
     cycle = RoundCycle(prefix or round_prefix(service.table_id), config, mode=mode,
                        clock=lambda: service._now, publish=publish)
     driver = RoundDriver(cycle, lifecycle=service.lifecycle, shaker=shaker, trigger=trigger,
-                         raise_fault=service._raise_fault, clear_fault=service._clear_fault, wall=wall)
+                         raise_fault=service._raise_fault, clear_fault=service._clear_fault, wall=wall,
+                         held=lambda: bool(getattr(service, "safe_state", False)))
     holder.append(driver)
     service.lamps = RoundLamps(service.lamps, cycle)
     service.rounds = driver

@@ -281,3 +281,62 @@ def test_throw_guard_interval_delays_the_shaker():
     closes = [e["t"] for e in ev if e["event"] == "no-more-bets"]
     assert closes == [1.0] and starts == [1.25]
     assert [e["t"] for e in ev if e["event"] == "throw"] == [1.25]
+
+
+def test_safe_state_closes_bets_and_holds_the_shaker():
+    """The table in its safe state (camera frozen or dark, bus or bridge down: BETS CLOSED lit,
+    every throw a no roll table-fault): the open round's bets close (settlement refuses wagers
+    as the lamp says), no SHAKER is sent and no round opens until the safe state clears; then
+    the held throw is made (no re-throws burnt on table-fault no rolls, no technician stop)."""
+    from controller.automation import attach_rounds
+    from controller.lamps import LampController, NullLampDriver
+
+    class LC:
+        phase = "waiting"
+
+        def arm(self):
+            pass
+
+    class Svc:
+        table_id = "t"
+        _now = 0.0
+        lifecycle = LC()
+        lamps = LampController(NullLampDriver())
+        safe_state = False
+
+        def __init__(self):
+            self.sent, self.faults = [], []
+
+        def _publish(self, topic, body):
+            self.sent.append(body)
+
+        def _raise_fault(self, where, msg):
+            self.faults.append(where)
+
+        def _clear_fault(self, where):
+            pass
+
+    svc, starts = Svc(), []
+    shaker = type("S", (), {"start": lambda self, *a: starts.append(svc._now)})()
+    cfg = RoundsConfig(bets_open_s=2, min_round_s=0, results_s=0.5)
+    d = attach_rounds(svc, cfg, mode="automated", shaker=shaker, wall=lambda: svc._now, prefix="P")
+    for k in range(100):                       # 5 s of frames: safe from 0.5 s to 4.0 s
+        svc._now = round(k * 0.05, 6)
+        svc.safe_state = 0.5 <= svc._now < 4.0
+        d.on_frame(svc._now, False)
+        if svc.safe_state:
+            assert starts == [] and not d.cycle.bets_open
+    events = [(b["event"], b.get("cause")) for b in svc.sent]
+    assert events[:2] == [("bets-open", None), ("no-more-bets", "safe-state")]
+    assert [b["t"] for b in svc.sent[:2]] == [0.0, 0.5]
+    assert starts == [4.0] and events[2:] == [("throw", None)]
+    assert not d.cycle.stopped and svc.faults == []
+    # in the safe state from the start (camera-no-frame): the first round opens once it clears
+    svc2, starts2 = Svc(), []
+    shaker2 = type("S", (), {"start": lambda self, *a: starts2.append(svc2._now)})()
+    d2 = attach_rounds(svc2, cfg, mode="automated", shaker=shaker2, wall=lambda: svc2._now, prefix="Q")
+    for k in range(20):
+        svc2._now = round(k * 0.05, 6)
+        svc2.safe_state = svc2._now < 0.5
+        d2.on_frame(svc2._now, False)
+    assert [(b["event"], b["t"]) for b in svc2.sent] == [("bets-open", 0.5)] and d2.cycle.bets_open
