@@ -6,8 +6,9 @@ The table service (controller/service.py) calls the driver at four points (``ser
 
 - :meth:`RoundDriver.on_frame` before each frame's lifecycle step: events from other threads
   (the shaker's "done", a "dice out" input, a technician's resume) are applied, the bets window
-  is closed when due (at once in the table's safe state), the shaker is commanded, the next
-  round is opened when due (neither while the table is in its safe state). It returns a
+  is closed when due, the shaker is commanded, the next round is opened when due; while the
+  table is in its safe state or a verdict waits unpublished in the outbox, bets close at once
+  and neither a throw nor a new round happens. It returns a
   :class:`~controller.verdict.Verdict` the service must publish now when the shaker ran and the
   layout never moved (the dice did not move at all);
 - :meth:`RoundDriver.throw_started` on the lifecycle's "throw started" (first motion): in
@@ -159,9 +160,12 @@ class RoundDriver:
         raise_fault, clear_fault: ``(where, message)`` / ``(where)``: the service's fault
             handling (alarm on the bus, fault lamp).
         wall: the wall clock of the shaker's timeouts (``time.monotonic``; tests inject one).
-        held: ``() -> bool``: the table is in its safe state (controller/health.py): the open
-            round's bets close (``cause`` ``"safe-state"``), no SHAKER is sent and no round
-            opens until it clears (a throw then would only be a no roll ``table-fault``).
+        held: ``() -> str | None``: why the rig must hold, or ``None``: ``"safe-state"`` (the
+            table's safe state, controller/health.py: a throw would only be a no roll
+            ``table-fault``), ``"verdict-unpublished"`` (a committed verdict the bus refused
+            waits in the outbox: a round opened or thrown before it is published would let
+            settlement settle the next round's wagers with its dice). While held the open
+            round's bets close (``cause``: the reason), no SHAKER is sent and no round opens.
     """
 
     def __init__(self, cycle: RoundCycle, *, lifecycle, shaker: ShakerPort | None = None,
@@ -169,14 +173,14 @@ class RoundDriver:
                  raise_fault: Callable[[str, str], None] | None = None,
                  clear_fault: Callable[[str], None] | None = None,
                  wall: Callable[[], float] = time.monotonic,
-                 held: Callable[[], bool] | None = None) -> None:
+                 held: Callable[[], str | None] | None = None) -> None:
         if cycle.mode == "automated" and shaker is None:
             raise ValueError("automated mode needs a shaker (the firmware bridge)")
         self.cycle, self.lifecycle, self.shaker, self.trigger = cycle, lifecycle, shaker, trigger
         self._raise = raise_fault or (lambda where, msg: log.error("%s: %s", where, msg))
         self._clear = clear_fault or (lambda where: None)
         self.wall = wall
-        self._held = held or (lambda: False)
+        self._held = held or (lambda: None)
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.shaking = False
         self._shake_deadline = 0.0
@@ -239,8 +243,8 @@ class RoundDriver:
                                         f"{c.round.round_id if c.round else None} not decided within "
                                         f"{cfg.throw_timeout_s:.1f} s (dice not coming to rest?)")
             return None
-        if held and c.phase == BETS_OPEN:     # BETS CLOSED is lit: settlement must refuse too
-            c.close_bets("safe-state")
+        if held and c.phase == BETS_OPEN:     # settlement must refuse wagers too
+            c.close_bets(held)
             if c.mode == "automated":
                 self._throw_pending, self._throw_at = True, t + cfg.throw_guard_s
         if c.mode == "automated":
@@ -457,7 +461,9 @@ def attach_rounds(service, config: RoundsConfig, *, mode: str, shaker: ShakerPor
                        clock=lambda: service._now, publish=publish)
     driver = RoundDriver(cycle, lifecycle=service.lifecycle, shaker=shaker, trigger=trigger,
                          raise_fault=service._raise_fault, clear_fault=service._clear_fault, wall=wall,
-                         held=lambda: bool(getattr(service, "safe_state", False)))
+                         held=lambda: ("safe-state" if getattr(service, "safe_state", False) else
+                                       "verdict-unpublished" if getattr(service, "_outbox_blocked", False)
+                                       else None))
     holder.append(driver)
     service.lamps = RoundLamps(service.lamps, cycle)
     service.rounds = driver

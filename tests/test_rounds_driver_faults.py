@@ -340,3 +340,63 @@ def test_safe_state_closes_bets_and_holds_the_shaker():
         svc2.safe_state = svc2._now < 0.5
         d2.on_frame(svc2._now, False)
     assert [(b["event"], b["t"]) for b in svc2.sent] == [("bets-open", 0.5)] and d2.cycle.bets_open
+
+
+def test_no_round_opens_or_throws_while_a_verdict_waits_unpublished(tmp_path):
+    """The bus refuses round 1's roll (kept in the outbox, retried about every second) but takes
+    the round events: round 2 must not open nor throw before that roll is on the bus, else
+    settlement, applying in bus order, settles round 2's wagers with round 1's dice."""
+    from camera.base import Frame
+    from controller.automation import attach_rounds
+    from test_controller_service import make_service, scene_image
+
+    sent, fail = [], {"roll": True}
+
+    class Pub:
+        def publish(self, topic, body):
+            if topic == "roll" and fail["roll"]:
+                raise OSError("database is locked")
+            sent.append((topic, body))
+            return {"seq": len(sent)}
+
+        def close(self):
+            pass
+
+    svc = make_service(Path(tmp_path), Pub())
+    throws = []
+
+    class Shaker:
+        def start(self, *a):
+            throws.append(svc._now)
+
+    drv = attach_rounds(svc, RoundsConfig(bets_open_s=0.3, min_round_s=0, results_s=0.2, shake_ms=100),
+                        mode="automated", shaker=Shaker(), wall=lambda: svc._now, prefix="T1-R")
+    svc.start()
+    st = {"t": 0.0, "i": 0}
+
+    def frame(dice):
+        svc.process(Frame(scene_image(dice), st["t"], st["i"]))
+        st["t"] += 1 / 30
+        st["i"] += 1
+        if throws and drv.shaking and st["t"] > throws[-1] + 0.1:
+            drv.shaker_done("completed")
+
+    for _ in range(15):
+        if throws:
+            break
+        frame([])
+    for k in range(6, 0, -1):
+        frame([(3, 100 - 6 * k, 100), (4, 160 - 6 * k, 100)])
+    for _ in range(40):                      # at rest, results, then results_s and more
+        frame([(3, 100, 100), (4, 160, 100)])
+    assert drv.rounds_done == 1 and svc._outbox_blocked
+    assert drv.cycle.phase == "results" and len(throws) == 1    # held: no round 2, no shaker
+    fail["roll"] = False
+    svc._last_retry = -1e9                   # the outbox's next retry is due
+    for _ in range(3):
+        frame([(3, 100, 100), (4, 160, 100)])
+    order = [(t, b.get("event") or b.get("verdict"), b.get("round_id") or b.get("roll_id")) for t, b in sent
+             if t in ("roll", "round")]
+    i_roll = [i for i, o in enumerate(order) if o[0] == "roll"]
+    i_open2 = [i for i, o in enumerate(order) if o[1] == "bets-open" and o[2] == "T1-R-000002"]
+    assert len(i_roll) == 1 and len(i_open2) == 1 and i_roll[0] < i_open2[0], order
