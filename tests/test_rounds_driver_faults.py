@@ -138,14 +138,41 @@ def test_unscheduled_boxperson_reading_is_a_table_fault_no_roll():
     assert (v.kind, v.reason) == ("no-roll", Reason.TABLE_FAULT)
 
 
+def _automated_rig(svc):
+    """Round driver of an automated rig on ``svc`` (a ``TableService`` fed synthetic frames at
+    30 fps): returns ``(driver, throws, frame)``, ``throws`` the frame times the shaker was
+    commanded at, ``frame(dice)`` processes one frame of ``dice`` (``[(value, x, y)]``) and
+    reports the shaker done 0.1 s after it was commanded."""
+    from camera.base import Frame
+    from controller.automation import attach_rounds
+    from test_controller_service import scene_image
+
+    throws: list[float] = []
+
+    class Shaker:
+        def start(self, *a):
+            throws.append(svc._now)
+
+    drv = attach_rounds(svc, RoundsConfig(bets_open_s=0.3, min_round_s=0, results_s=0.2, shake_ms=100),
+                        mode="automated", shaker=Shaker(), wall=lambda: svc._now, prefix="T1-R")
+    st = {"t": 0.0, "i": 0}
+
+    def frame(dice):
+        svc.process(Frame(scene_image(dice), st["t"], st["i"]))
+        st["t"] += 1 / 30
+        st["i"] += 1
+        if throws and drv.shaking and st["t"] > throws[-1] + 0.1:
+            drv.shaker_done("completed")
+
+    return drv, throws, frame
+
+
 def test_decision_for_a_call_of_an_abandoned_round_is_stale(tmp_path):
     """r6: a boxperson call, the table stops and a technician resumes, a new round opens: the
     decision that comes after is refused (stale-decision), never a roll settling the new round."""
-    from camera.base import Frame
-    from controller.automation import attach_rounds
     from controller.boxperson import Decision
     from controller.verdict import ThrowFacts
-    from test_controller_service import make_service, scene_image
+    from test_controller_service import make_service
 
     rolls: list[dict] = []
 
@@ -174,26 +201,10 @@ def test_decision_for_a_call_of_an_abandoned_round_is_stale(tmp_path):
     faults = []
     real_raise = svc._raise_fault
     svc._raise_fault = lambda w, m: (faults.append(w), real_raise(w, m))
-    throws = []
-
-    class Shaker:
-        def start(self, *a):
-            throws.append(svc._now)
-
-    drv = attach_rounds(svc, RoundsConfig(bets_open_s=0.3, min_round_s=0, results_s=0.2, shake_ms=100),
-                        mode="automated", shaker=Shaker(), wall=lambda: svc._now, prefix="T1-R")
+    drv, throws, frame = _automated_rig(svc)
     svc._raise_fault = lambda w, m: (faults.append(w), real_raise(w, m))
     drv._raise = svc._raise_fault
     svc.start()
-    st = {"t": 0.0, "i": 0}
-
-    def frame(dice):
-        svc.process(Frame(scene_image(dice), st["t"], st["i"]))
-        st["t"] += 1 / 30
-        st["i"] += 1
-        if throws and drv.shaking and st["t"] > throws[-1] + 0.1:
-            drv.shaker_done("completed")
-
     for _ in range(15):
         if throws:
             break
@@ -346,9 +357,7 @@ def test_no_round_opens_or_throws_while_a_verdict_waits_unpublished(tmp_path):
     """The bus refuses round 1's roll (kept in the outbox, retried about every second) but takes
     the round events: round 2 must not open nor throw before that roll is on the bus, else
     settlement, applying in bus order, settles round 2's wagers with round 1's dice."""
-    from camera.base import Frame
-    from controller.automation import attach_rounds
-    from test_controller_service import make_service, scene_image
+    from test_controller_service import make_service
 
     sent, fail = [], {"roll": True}
 
@@ -363,24 +372,8 @@ def test_no_round_opens_or_throws_while_a_verdict_waits_unpublished(tmp_path):
             pass
 
     svc = make_service(Path(tmp_path), Pub())
-    throws = []
-
-    class Shaker:
-        def start(self, *a):
-            throws.append(svc._now)
-
-    drv = attach_rounds(svc, RoundsConfig(bets_open_s=0.3, min_round_s=0, results_s=0.2, shake_ms=100),
-                        mode="automated", shaker=Shaker(), wall=lambda: svc._now, prefix="T1-R")
+    drv, throws, frame = _automated_rig(svc)
     svc.start()
-    st = {"t": 0.0, "i": 0}
-
-    def frame(dice):
-        svc.process(Frame(scene_image(dice), st["t"], st["i"]))
-        st["t"] += 1 / 30
-        st["i"] += 1
-        if throws and drv.shaking and st["t"] > throws[-1] + 0.1:
-            drv.shaker_done("completed")
-
     for _ in range(15):
         if throws:
             break
