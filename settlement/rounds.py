@@ -10,7 +10,11 @@ terminal stamps each wager with the round it is for and the UTC time it was plac
 :meth:`RoundGate.check` accepts it only when all of these hold, else raises
 :class:`settlement.engine.Rejected` naming what is wrong:
 
-1. it carries a ``round_id`` and a ``placed_at`` with a time zone;
+1. it carries a ``round_id`` and a ``placed_at`` with a time zone, and, given when settlement
+   received it (its own clock), the stamp is at most :data:`MAX_STAMP_AGE_S` older (a terminal
+   stamps its own wagers: a held or backdated stamp could carry a wager made after the close
+   while settlement, catching up on the bus, has not seen the close yet) and at most
+   :data:`MAX_STAMP_AHEAD_S` newer;
 2. the gate has seen that round's ``bets-open`` (an unknown round is refused: it may be a guess)
    and it is the current round: the last ``bets-open`` seen (a round left open by a table that
    stopped or restarted is refused, whatever its stamp says);
@@ -46,6 +50,14 @@ from .engine import Rejected
 __all__ = ["RoundGate", "RoundInfo", "Return", "RULE", "parse_utc"]
 
 RULE = "9 NYCRR 5324.52(c)(1); N.J.A.C. 13:47-20.25(h)1"
+#: Seconds a wager's stamp (``placed_at``, the terminal's clock) may be older than settlement's
+#: own receipt of it (its clock; the two kept in step by NTP). A terminal stamps its own wagers,
+#: so a stamp far older than its receipt vouches for nothing: held back, or backdated, it could
+#: carry a wager made after no more bets, even after the dice came to rest, while settlement was
+#: still catching up on the bus and had not yet seen the close.
+MAX_STAMP_AGE_S = 2.0
+#: Seconds a stamp may be ahead of settlement's receipt (the two clocks' disagreement).
+MAX_STAMP_AHEAD_S = 2.0
 
 
 def parse_utc(text, what: str) -> datetime:
@@ -176,8 +188,14 @@ class RoundGate:
                 info.closed = ts
         return []
 
-    def check(self, wager: dict) -> RoundInfo:
+    def check(self, wager: dict, received_at: datetime | None = None) -> RoundInfo:
         """Accept or refuse a wager stamped with its round (see the module docstring).
+
+        Args:
+            wager: the terminal's wager with ``round_id`` and ``placed_at``.
+            received_at: when settlement received it (its own clock, UTC); ``None``: not
+                checked. The stamp must be within :data:`MAX_STAMP_AGE_S` before it and
+                :data:`MAX_STAMP_AHEAD_S` after it.
 
         Returns:
             the round's info when accepted.
@@ -189,6 +207,16 @@ class RoundGate:
         if not isinstance(rid, str) or not rid:
             raise Rejected("wager carries no round id", RULE)
         placed = parse_utc(wager.get("placed_at"), "placed_at")
+        if received_at is not None:
+            age = (received_at - placed).total_seconds()
+            if age > MAX_STAMP_AGE_S:
+                raise Rejected(f"placed at {placed.isoformat()} but received at {received_at.isoformat()}: a stamp "
+                               f"{age:.1f} s old (more than {MAX_STAMP_AGE_S:g} s) cannot vouch that the wager came "
+                               "before no more bets", RULE)
+            if -age > MAX_STAMP_AHEAD_S:
+                raise Rejected(f"placed at {placed.isoformat()}, {-age:.1f} s after it was received at "
+                               f"{received_at.isoformat()} (more than {MAX_STAMP_AHEAD_S:g} s: the terminal's clock "
+                               "is wrong)", RULE)
         info = self.rounds.get(rid)
         if info is None:
             raise Rejected(f"round {rid} is not open for bets (unknown round)", RULE)

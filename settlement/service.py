@@ -61,6 +61,7 @@ import sqlite3
 import sys
 import threading
 from pathlib import Path
+from datetime import datetime, timezone
 from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -371,6 +372,11 @@ def _message_problem(env: dict) -> str | None:
     return None
 
 
+def _utc_now() -> datetime:
+    """Settlement's clock: now, UTC (aware)."""
+    return datetime.now(timezone.utc)
+
+
 class EnvelopeApplier:
     """Applies bus envelopes to a ledger session (the service's logic, without the bus).
 
@@ -378,10 +384,15 @@ class EnvelopeApplier:
     or a roll already applied). The caller acks the envelope afterwards.
     """
 
-    def __init__(self, sess: Session, bettor: LineBettor, on_line: Callable[[str], None]):
+    def __init__(self, sess: Session, bettor: LineBettor, on_line: Callable[[str], None], *,
+                 clock: Callable[[], datetime] | None = _utc_now):
+        """``clock``: settlement's own time (UTC, aware) of a terminal's wager's receipt, checked
+        against its stamp (:meth:`place_for_round`, settlement/rounds.py ``MAX_STAMP_AGE_S``);
+        ``None``: the stamp alone is checked (tests of stamps at fixed times)."""
         self.sess = sess
         self.bettor = bettor
         self.on_line = on_line
+        self.clock = clock
         self.last_shooter = None
         from .rounds import RoundGate
 
@@ -507,12 +518,13 @@ class EnvelopeApplier:
 
         Raises:
             Rejected: the round is unknown, not the current one, closed, decided or abandoned,
-                or the wager was stamped or received after its round closed (9 NYCRR
+                its stamp is more than 2 s from settlement's receipt of it (``clock``), or the
+                wager was stamped or received after its round closed (9 NYCRR
                 5324.52(c)(1); N.J.A.C. 13:47-20.25(h)1); or the wager itself is illegal.
                 An accepted wager is returned later if its round is abandoned or it proves
                 stamped at or after no more bets (:meth:`_round_envelope`).
         """
-        self.rounds.check(req)
+        self.rounds.check(req, received_at=None if self.clock is None else self.clock())
         return self.sess.place({k: v for k, v in req.items() if k not in ("round_id", "placed_at")},
                                round_id=req["round_id"], placed_at=req["placed_at"])
 

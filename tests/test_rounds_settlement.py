@@ -77,7 +77,7 @@ def test_envelope_applier_places_round_wagers(tmp_path):
     lines = []
     sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")
     try:
-        app = EnvelopeApplier(sess, LineBettor([]), lines.append)
+        app = EnvelopeApplier(sess, LineBettor([]), lines.append, clock=None)
         assert app.apply(env(1, "bets-open", "2026-11-30T00:00:00+00:00")) == 0
         placed = app.place_for_round(wager("2026-11-30T00:00:03+00:00"))
         assert placed.amount == 1000 and placed.kind == "pass"
@@ -96,7 +96,7 @@ def _applier(tmp_path):
 
     lines: list[str] = []
     sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")
-    return sess, EnvelopeApplier(sess, LineBettor([]), lines.append), lines
+    return sess, EnvelopeApplier(sess, LineBettor([]), lines.append, clock=None), lines
 
 
 def _roll(seq, dice):
@@ -262,11 +262,39 @@ def test_restart_mid_round_still_returns_a_wager_stamped_after_the_close(tmp_pat
     sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")      # the restart
     try:
         assert sess.last_bus_seq == 1 and [w.player for w in sess.table.wagers] == ["p1", "p9"]
-        app = EnvelopeApplier(sess, LineBettor([]), lines.append)
+        app = EnvelopeApplier(sess, LineBettor([]), lines.append, clock=None)
         app.apply(env(2, "no-more-bets", "2026-11-30T00:00:10+00:00"))
         assert [w.player for w in sess.table.wagers] == ["p1"]
         app.apply(_roll(3, (6, 1)))
         assert (sess.balance("p1"), sess.balance("p9")) == (1000, 0)
         assert any("p9 pass wid 2 returned $10.00" in ln and "placed at or after no more bets" in ln for ln in lines)
+    finally:
+        sess.close()
+
+
+def test_a_stamp_far_from_its_receipt_is_refused(tmp_path):
+    """A terminal stamps its own wagers. Settlement catching up on the bus has not yet seen the
+    round's no-more-bets (nor the roll): a wager stamped before the close but received long
+    after it (held back, or backdated once the dice were at rest) was accepted and rode the
+    roll. Settlement's own clock at receipt now bounds the stamp: at most 2 s older, 2 s newer."""
+    from datetime import datetime, timedelta
+
+    from settlement.ledger import Session
+    from settlement.profile import load_profile
+    from settlement.rounds import MAX_STAMP_AGE_S
+    from settlement.service import EnvelopeApplier, LineBettor
+
+    now = {"t": datetime.fromisoformat("2026-11-30T00:00:03.500+00:00")}
+    sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")
+    try:
+        app = EnvelopeApplier(sess, LineBettor([]), lambda s: None, clock=lambda: now["t"])
+        app.apply(env(1, "bets-open", "2026-11-30T00:00:00+00:00"))
+        assert app.place_for_round(wager("2026-11-30T00:00:03+00:00")).amount == 1000    # 0.5 s old
+        now["t"] += timedelta(seconds=30)                   # the close and the roll not applied yet
+        with pytest.raises(Rejected, match=r"a stamp 29\.5 s old \(more than 2 s\) cannot vouch"):
+            app.place_for_round({**wager("2026-11-30T00:00:04+00:00"), "player": "p2"})
+        with pytest.raises(Rejected, match=r"the terminal's clock is wrong"):
+            app.place_for_round({**wager("2026-11-30T00:00:40+00:00"), "player": "p3"})
+        assert MAX_STAMP_AGE_S == 2.0 and [w.player for w in sess.table.wagers] == ["p1"]
     finally:
         sess.close()
