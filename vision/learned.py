@@ -282,11 +282,6 @@ def _read_cocked(img: np.ndarray, kept: list) -> list:
     return out
 
 
-def _centres(img: np.ndarray, s: float) -> tuple[list[tuple[float, float, float, float]], float]:
-    """:func:`vision.centres.centres` with the shipped centre detector."""
-    return _centres_mod.centres(img, s, _nets()[0])
-
-
 def _find(img: np.ndarray, expected_side_px: float | None) -> list[tuple[float, float, float, float]]:
     """:func:`vision.centres.find` with the shipped centre detector: candidates
     ``[(x, y, box side, centre score)]`` in frame pixels, best first."""
