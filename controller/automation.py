@@ -462,7 +462,7 @@ def attach_rounds(service, config: RoundsConfig, *, mode: str, shaker: ShakerPor
     driver = RoundDriver(cycle, lifecycle=service.lifecycle, shaker=shaker, trigger=trigger,
                          raise_fault=service._raise_fault, clear_fault=service._clear_fault, wall=wall,
                          held=lambda: ("safe-state" if getattr(service, "safe_state", False) else
-                                       "verdict-unpublished" if getattr(service, "_outbox_blocked", False)
+                                       "verdict-unpublished" if getattr(service, "verdict_unpublished", False)
                                        else None))
     holder.append(driver)
     service.lamps = RoundLamps(service.lamps, cycle)

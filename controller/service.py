@@ -338,6 +338,12 @@ class TableService:
 
     # --- life ---------------------------------------------------------------------------------
 
+    @property
+    def verdict_unpublished(self) -> bool:
+        """A committed verdict the bus refused waits in the outbox (retried about every second):
+        a rig must not open or throw a round before it is out (controller/automation.py)."""
+        return self._outbox_blocked
+
     def start(self) -> None:
         """Publish what a previous run committed but did not publish, then a ``"state"``
         message (``event: "start"``) with the resumed game, and set the lamps. When the last
