@@ -134,6 +134,8 @@ class RollSubscriber:
         self._nonces: collections.deque[str] = collections.deque(maxlen=8)
         self._closed = False
         self.last_heartbeat: float | None = None
+        #: ``time.monotonic()`` when the table was last heard from (see :attr:`last_heard`)
+        self._heard: float | None = None
 
         self._ctx = zmq.Context()
         self._sub = self._client_socket(zmq.SUB, server_public, public, secret)
@@ -221,6 +223,24 @@ class RollSubscriber:
     def last_delivered(self) -> int:
         """The last sequence number returned by :meth:`receive`."""
         return self._next - 1
+
+    @property
+    def head(self) -> int:
+        """The highest sequence number the table is known to have journalled: from every
+        message (live or replayed), every heartbeat's ``last_seq`` and every replay header's
+        ``head``; the resume point until the table is heard from. ``head - last_delivered``
+        messages are still to come (a subscriber catching up after a restart, a slow reader)."""
+        return self._head
+
+    @property
+    def last_heard(self) -> float | None:
+        """``time.monotonic()`` (seconds) when this subscriber last heard from the table, or
+        ``None`` since it was made: a verified live message or heartbeat with a time stamp newer
+        than every message seen before (an old message sent again does not count), or a
+        verified replay header answering one of its requests. The table sends a heartbeat
+        every ``heartbeat_s`` seconds while it publishes nothing, so a longer silence means the
+        subscriber cannot know :attr:`head`: the table may have published since."""
+        return self._heard
 
     def receive(self, timeout_s: float) -> dict | None:
         """The next envelope in sequence order, or ``None`` if none arrives within ``timeout_s``
@@ -403,6 +423,8 @@ class RollSubscriber:
                        f"journal restored from an older copy?); its new rolls would reuse sequence numbers")
                 raise self._stopped("journal_rollback", {"seq": seq, "seen": self._live_floor}, msg)
             self._live_floor = max(self._live_floor, seq)
+            if newer:
+                self._heard = time.monotonic()
         if self._check is not None and source == "replay" and seq == self._check[0] \
                 and env["topic"] != envmod.HEARTBEAT:
             if env.get("sig") != self._check[1]:
@@ -558,6 +580,7 @@ class RollSubscriber:
             self._req_at = None
             head, first, start = header["head"], header["first"], header["from"]
             self._head = max(self._head, head)
+            self._heard = time.monotonic()   # it answers one of our last requests: the table's head now
             for wire in frames[2:]:
                 env = self._accept(wire, "replay")
                 if env is not None and env["topic"] in envmod.RESERVED_TOPICS:

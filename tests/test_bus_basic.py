@@ -500,6 +500,53 @@ def test_wire_level_altered_and_replayed_messages(cfg: BusConfig, tmp_path: Path
         ctx.term()
 
 
+def test_head_and_last_heard_from_heartbeats_an_old_one_sent_again_is_not_heard(cfg: BusConfig, tmp_path: Path):
+    """RollSubscriber.head is the table's head from its heartbeats (last_seq); last_heard (monotonic)
+    is refreshed by a fresh heartbeat only: a genuine old one sent again by a holder of the CURVE
+    key does not make the table look recently heard (settlement's round wagers rely on it)."""
+    from bus.config import free_tcp_ports
+    from bus.keys import load_curve_secret
+
+    key = load_signing_key(key_files(cfg.keys_dir, "table").sign_secret)
+    old = envmod.seal(key, journal_id="j-1", seq=1, table_id="table-1", topic=envmod.HEARTBEAT,
+                      body={"last_seq": 1})[1]
+    time.sleep(0.01)
+    new = envmod.seal(key, journal_id="j-1", seq=3, table_id="table-1", topic=envmod.HEARTBEAT,
+                      body={"last_seq": 3})[1]
+    p1, p2 = free_tcp_ports(2)
+    inj_cfg = cfg.model_copy(update={"pub_endpoint": f"tcp://127.0.0.1:{p1}",
+                                     "replay_endpoint": f"tcp://127.0.0.1:{p2}"})  # no replay server
+    ctx = zmq.Context()
+    xpub = ctx.socket(zmq.XPUB)
+    xpub.curve_publickey, xpub.curve_secretkey = load_curve_secret(key_files(cfg.keys_dir, "table").curve_secret)
+    xpub.curve_server = True
+    xpub.bind(inj_cfg.pub_endpoint)
+
+    def heartbeats(sub, n):
+        deadline = time.monotonic() + 5.0
+        while sub.stats["heartbeats"] < n and time.monotonic() < deadline:
+            assert sub.receive(0.05) is None
+        assert sub.stats["heartbeats"] == n
+
+    try:
+        with RollSubscriber(inj_cfg, tmp_path / "s.sqlite") as sub:
+            assert (sub.head, sub.last_heard) == (0, None)
+            assert xpub.poll(5000) and xpub.recv()[:1] == b"\x01"  # the subscription arrived
+            xpub.send_multipart([b"heartbeat", old])
+            heartbeats(sub, 1)
+            heard = sub.last_heard
+            assert sub.head == 1 and heard is not None and heard <= time.monotonic()
+            xpub.send_multipart([b"heartbeat", old])      # sent again: not a word from the table now
+            heartbeats(sub, 2)
+            assert (sub.head, sub.last_heard) == (1, heard)
+            xpub.send_multipart([b"heartbeat", new])
+            heartbeats(sub, 3)
+            assert sub.head == 3 and sub.last_heard > heard and sub.last_delivered == 0
+    finally:
+        xpub.close(0)
+        ctx.term()
+
+
 def test_journal_write_failure_is_clear_and_publishes_nothing(cfg: BusConfig, tmp_path: Path):
     from bus.journal import JournalError
 
