@@ -22,7 +22,14 @@ terminal stamps each wager with the round it is for and the UTC time it was plac
 4. the gate has not seen the round's ``no-more-bets`` (received after it, the wager is late,
    whatever its stamp says), and ``placed_at`` is before the ``no-more-bets`` time when known;
 5. the round was not abandoned (a technician's ``resumed`` names it, a later ``bets-open`` or
-   the table's ``"state"`` ``"start"`` envelope left it without a result) and has no result.
+   the table's ``"state"`` ``"start"`` envelope left it without a result) and has no result;
+6. given what settlement knows of the table's bus (:class:`BusView`), it is not behind: it has
+   heard from the table within :attr:`BusView.max_silent_s` (two heartbeat periods,
+   :data:`SILENT_HEARTBEATS`) and has applied every message up to the table's head. A stamp
+   within :data:`MAX_STAMP_AGE_S` only vouches for the wager if settlement would already know
+   of a close before it: behind the bus (catching up after a restart, a slow consumer, a
+   replay), it has not applied a ``no-more-bets``, or even the throw's result, that the table
+   published before the wager arrived.
 
 Returns: :meth:`RoundGate.observe` says which accepted wagers settlement must return (refund,
 a void: no throw decided them) with :class:`Return` values:
@@ -47,7 +54,7 @@ from datetime import datetime
 
 from .engine import Rejected
 
-__all__ = ["RoundGate", "RoundInfo", "Return", "RULE", "parse_utc"]
+__all__ = ["RoundGate", "RoundInfo", "Return", "BusView", "RULE", "parse_utc"]
 
 RULE = "9 NYCRR 5324.52(c)(1); N.J.A.C. 13:47-20.25(h)1"
 #: Seconds a wager's stamp (``placed_at``, the terminal's clock) may be older than settlement's
@@ -58,6 +65,13 @@ RULE = "9 NYCRR 5324.52(c)(1); N.J.A.C. 13:47-20.25(h)1"
 MAX_STAMP_AGE_S = 2.0
 #: Seconds a stamp may be ahead of settlement's receipt (the two clocks' disagreement).
 MAX_STAMP_AHEAD_S = 2.0
+#: Heartbeat periods (the bus's ``heartbeat_s``, 0.5 s by default) settlement may go without
+#: hearing from the table and still take its last known head for the table's head now. The
+#: table sends a heartbeat whenever it has published nothing for ``heartbeat_s``, so one period
+#: of silence is normal; the second covers a heartbeat sent late (the publisher's thread polls
+#: every 50 ms) and read late (the service reads the bus every 0.2 s). Longer, the table may
+#: have published a close settlement has not heard of.
+SILENT_HEARTBEATS = 2
 
 
 def parse_utc(text, what: str) -> datetime:
@@ -105,6 +119,47 @@ class Return:
     round_id: str | None = None
     keep: str | None = None
     since: datetime | None = None
+
+
+@dataclass(frozen=True)
+class BusView:
+    """What settlement knows of the table's bus when a wager arrives (for :meth:`RoundGate.check`;
+    the caller measures it: the gate has no clock).
+
+    Attributes:
+        applied: the last sequence number settlement has applied (the gate has observed every
+            envelope up to it).
+        head: the highest sequence number the table is known to have journalled (the bus
+            subscriber's :attr:`bus.subscriber.RollSubscriber.head`: heartbeats' ``last_seq``,
+            messages, replay headers); ``None``: not known.
+        silent_s: seconds since settlement last heard from the table (a fresh message or
+            heartbeat, a replay header: :attr:`bus.subscriber.RollSubscriber.last_heard`);
+            ``None``: not since settlement started.
+        max_silent_s: the longest silence (seconds) after which ``head`` is still taken for the
+            table's head now: :data:`SILENT_HEARTBEATS` x the bus's ``heartbeat_s``.
+    """
+
+    applied: int
+    head: int | None
+    silent_s: float | None
+    max_silent_s: float
+
+    def behind(self) -> str | None:
+        """Why settlement cannot know it has seen every round envelope the table published
+        (the reason of a refusal), or ``None`` when it knows it is caught up."""
+        if self.head is None or self.silent_s is None:
+            return ("settlement has not heard from the table's bus since it started: still catching up, it "
+                    "cannot know whether the round closed")
+        if self.silent_s > self.max_silent_s:
+            return (f"settlement has not heard from the table's bus for {self.silent_s:.1f} s (more than "
+                    f"{self.max_silent_s:g} s, {SILENT_HEARTBEATS} heartbeat periods): it cannot know whether it "
+                    "is behind, nor whether the round closed")
+        if self.head > self.applied:
+            n = self.head - self.applied
+            return (f"settlement is behind the table's bus by {n} message{'s' if n != 1 else ''} (applied seq "
+                    f"{self.applied}, the table's head seq {self.head}): still catching up, it may not have seen "
+                    "the round's no more bets")
+        return None
 
 
 class RoundGate:
@@ -188,7 +243,7 @@ class RoundGate:
                 info.closed = ts
         return []
 
-    def check(self, wager: dict, received_at: datetime | None = None) -> RoundInfo:
+    def check(self, wager: dict, received_at: datetime | None = None, bus: BusView | None = None) -> RoundInfo:
         """Accept or refuse a wager stamped with its round (see the module docstring).
 
         Args:
@@ -196,6 +251,9 @@ class RoundGate:
             received_at: when settlement received it (its own clock, UTC); ``None``: not
                 checked. The stamp must be within :data:`MAX_STAMP_AGE_S` before it and
                 :data:`MAX_STAMP_AHEAD_S` after it.
+            bus: what settlement knows of the table's bus at receipt (:class:`BusView`); the
+                wager is refused while settlement is behind the table's head or has not heard
+                from the table within ``bus.max_silent_s``. ``None``: not checked.
 
         Returns:
             the round's info when accepted.
@@ -217,6 +275,9 @@ class RoundGate:
                 raise Rejected(f"placed at {placed.isoformat()}, {-age:.1f} s after it was received at "
                                f"{received_at.isoformat()} (more than {MAX_STAMP_AHEAD_S:g} s: the terminal's clock "
                                "is wrong)", RULE)
+        why = None if bus is None else bus.behind()
+        if why is not None:
+            raise Rejected(f"round {rid}: {why}", RULE)
         info = self.rounds.get(rid)
         if info is None:
             raise Rejected(f"round {rid} is not open for bets (unknown round)", RULE)

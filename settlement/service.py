@@ -24,7 +24,11 @@ in sequence order:
 * topic ``"round"`` (and the table's ``"state"`` ``"start"``): the round gate
   (settlement/rounds.py) that accepts terminals' wagers (:meth:`EnvelopeApplier.place_for_round`);
   the wagers of an abandoned round, or stamped at or after no more bets, are returned
-  (9 NYCRR 5324.52(c)(1); docs/messages.md#round).
+  (9 NYCRR 5324.52(c)(1); docs/messages.md#round). After every ``receive`` the service tells the
+  applier the table's bus head and when the table was last heard from
+  (:meth:`EnvelopeApplier.heard_from_bus`): a round wager is refused while settlement is behind
+  that head or has not heard from the table for two heartbeat periods (it may not have applied
+  the round's no more bets yet; docs/wagers.md).
 * anything else (no roll, boxperson call, other state, alarm): acknowledged, nothing settled
   (9 NYCRR 5324.52(k): a no roll decides nothing).
 * a roll or state message settlement cannot apply (dice that are not two faces 1..6, a
@@ -60,6 +64,7 @@ import signal
 import sqlite3
 import sys
 import threading
+import time
 from pathlib import Path
 from datetime import datetime, timezone
 from typing import Callable, Literal
@@ -320,11 +325,12 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
             f"its -wal file lost); wagers placed in that time are not in it. Restore the newest ledger; or, to "
             f"settle again from the table's journal from seq {sess.last_bus_seq + 1}, delete {state_path}")
     settled = 0
-    applier = EnvelopeApplier(sess, bettor, on_line)
+    applier = EnvelopeApplier(sess, bettor, on_line, heartbeat_s=bus_cfg.heartbeat_s)
     try:
         applier.bet()
         while not stop_event.is_set() and (max_rolls is None or settled < max_rolls):
             env = sub.receive(receive_timeout_s)
+            applier.heard_from_bus(sub.head, sub.last_heard)   # round wagers: is settlement behind?
             if env is None:
                 continue
             settled += applier.apply(env)
@@ -385,30 +391,78 @@ class EnvelopeApplier:
     """
 
     def __init__(self, sess: Session, bettor: LineBettor, on_line: Callable[[str], None], *,
-                 clock: Callable[[], datetime] | None = _utc_now):
+                 clock: Callable[[], datetime] | None = _utc_now,
+                 monotonic: Callable[[], float] | None = time.monotonic, heartbeat_s: float = 0.5):
         """``clock``: settlement's own time (UTC, aware) of a terminal's wager's receipt, checked
         against its stamp (:meth:`place_for_round`, settlement/rounds.py ``MAX_STAMP_AGE_S``);
-        ``None``: the stamp alone is checked (tests of stamps at fixed times)."""
+        ``None``: the stamp alone is checked (tests of stamps at fixed times).
+
+        ``monotonic``: the clock (seconds) of :meth:`heard_from_bus`'s ``heard_at``; a round
+        wager is refused while settlement is behind the table's bus head or has not heard from
+        the table for more than ``SILENT_HEARTBEATS`` x ``heartbeat_s`` seconds (the bus's
+        heartbeat period; settlement/rounds.py :class:`BusView`); until :meth:`heard_from_bus`
+        is first called every round wager is refused. ``None``: the bus position is not
+        checked (tests of the round gate alone).
+
+        Raises:
+            ValueError: ``heartbeat_s`` not > 0.
+        """
+        from .rounds import SILENT_HEARTBEATS, RoundGate
+
+        if not heartbeat_s > 0:
+            raise ValueError(f"heartbeat_s must be > 0 seconds: {heartbeat_s!r}")
         self.sess = sess
         self.bettor = bettor
         self.on_line = on_line
         self.clock = clock
+        self.monotonic = monotonic
+        #: seconds without hearing from the table after which its last known head is stale
+        self.max_bus_silence_s = SILENT_HEARTBEATS * float(heartbeat_s)
+        #: the last seq applied (:meth:`apply`; on a resumed ledger, its last one)
+        self.applied_seq = sess.last_bus_seq
+        #: the table's bus head and when it was last heard from (:meth:`heard_from_bus`)
+        self.bus_head: int | None = None
+        self.bus_heard_at: float | None = None
         self.last_shooter = None
-        from .rounds import RoundGate
 
         #: the table's rounds (topic "round"): wagers stamped after their round closed are refused
         self.rounds = RoundGate()
+
+    def heard_from_bus(self, head: int, heard_at: float | None) -> None:
+        """Record what the bus subscriber knows of the table (the service calls it after every
+        ``receive``): ``head``, the highest sequence number the table is known to have journalled
+        (:attr:`bus.subscriber.RollSubscriber.head`), and ``heard_at``, when the table was last
+        heard from on the ``monotonic`` clock (:attr:`bus.subscriber.RollSubscriber.last_heard`;
+        ``None``: not yet)."""
+        self.bus_head, self.bus_heard_at = int(head), heard_at
+
+    def bus_view(self):
+        """What settlement knows of the table's bus now (settlement/rounds.py :class:`BusView`),
+        or ``None`` when it is not checked (``monotonic=None``)."""
+        from .rounds import BusView
+
+        if self.monotonic is None:
+            return None
+        silent = None if self.bus_heard_at is None else max(0.0, self.monotonic() - self.bus_heard_at)
+        return BusView(applied=self.applied_seq, head=self.bus_head, silent_s=silent,
+                       max_silent_s=self.max_bus_silence_s)
 
     def bet(self) -> None:
         _bet(self.sess, self.bettor, self.on_line)
 
     def apply(self, env: dict) -> int:
-        """Apply one envelope; returns 1 if it settled a roll now, else 0.
+        """Apply one envelope; returns 1 if it settled a roll now, else 0. Its seq is then
+        :attr:`applied_seq` (the round gate has seen everything up to it).
 
         Raises:
             RollMessageError: a roll or state message settlement cannot apply (nothing changed:
                 the caller must not acknowledge it).
         """
+        settled = self._apply(env)
+        self.applied_seq = max(self.applied_seq, env["seq"])
+        return settled
+
+    def _apply(self, env: dict) -> int:
         sess, on_line = self.sess, self.on_line
         seq = env["seq"]
         problem = _message_problem(env) if env.get("topic") in ("roll", "state") else None
@@ -518,13 +572,14 @@ class EnvelopeApplier:
 
         Raises:
             Rejected: the round is unknown, not the current one, closed, decided or abandoned,
-                its stamp is more than 2 s from settlement's receipt of it (``clock``), or the
-                wager was stamped or received after its round closed (9 NYCRR
-                5324.52(c)(1); N.J.A.C. 13:47-20.25(h)1); or the wager itself is illegal.
-                An accepted wager is returned later if its round is abandoned or it proves
-                stamped at or after no more bets (:meth:`_round_envelope`).
+                its stamp is more than 2 s from settlement's receipt of it (``clock``), the
+                wager was stamped or received after its round closed, or settlement is behind
+                the table's bus or has not heard from it lately (:meth:`bus_view`: it may not
+                have seen the close) (9 NYCRR 5324.52(c)(1); N.J.A.C. 13:47-20.25(h)1); or the
+                wager itself is illegal. An accepted wager is returned later if its round is
+                abandoned or it proves stamped at or after no more bets (:meth:`_round_envelope`).
         """
-        self.rounds.check(req, received_at=None if self.clock is None else self.clock())
+        self.rounds.check(req, received_at=None if self.clock is None else self.clock(), bus=self.bus_view())
         return self.sess.place({k: v for k, v in req.items() if k not in ("round_id", "placed_at")},
                                round_id=req["round_id"], placed_at=req["placed_at"])
 

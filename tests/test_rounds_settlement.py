@@ -77,7 +77,7 @@ def test_envelope_applier_places_round_wagers(tmp_path):
     lines = []
     sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")
     try:
-        app = EnvelopeApplier(sess, LineBettor([]), lines.append, clock=None)
+        app = EnvelopeApplier(sess, LineBettor([]), lines.append, clock=None, monotonic=None)
         assert app.apply(env(1, "bets-open", "2026-11-30T00:00:00+00:00")) == 0
         placed = app.place_for_round(wager("2026-11-30T00:00:03+00:00"))
         assert placed.amount == 1000 and placed.kind == "pass"
@@ -96,7 +96,7 @@ def _applier(tmp_path):
 
     lines: list[str] = []
     sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")
-    return sess, EnvelopeApplier(sess, LineBettor([]), lines.append, clock=None), lines
+    return sess, EnvelopeApplier(sess, LineBettor([]), lines.append, clock=None, monotonic=None), lines
 
 
 def _roll(seq, dice):
@@ -262,7 +262,7 @@ def test_restart_mid_round_still_returns_a_wager_stamped_after_the_close(tmp_pat
     sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")      # the restart
     try:
         assert sess.last_bus_seq == 1 and [w.player for w in sess.table.wagers] == ["p1", "p9"]
-        app = EnvelopeApplier(sess, LineBettor([]), lines.append, clock=None)
+        app = EnvelopeApplier(sess, LineBettor([]), lines.append, clock=None, monotonic=None)
         app.apply(env(2, "no-more-bets", "2026-11-30T00:00:10+00:00"))
         assert [w.player for w in sess.table.wagers] == ["p1"]
         app.apply(_roll(3, (6, 1)))
@@ -287,7 +287,8 @@ def test_a_stamp_far_from_its_receipt_is_refused(tmp_path):
     now = {"t": datetime.fromisoformat("2026-11-30T00:00:03.500+00:00")}
     sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")
     try:
-        app = EnvelopeApplier(sess, LineBettor([]), lambda s: None, clock=lambda: now["t"])
+        app = EnvelopeApplier(sess, LineBettor([]), lambda s: None, clock=lambda: now["t"],
+                              monotonic=None)
         app.apply(env(1, "bets-open", "2026-11-30T00:00:00+00:00"))
         assert app.place_for_round(wager("2026-11-30T00:00:03+00:00")).amount == 1000    # 0.5 s old
         now["t"] += timedelta(seconds=30)                   # the close and the roll not applied yet
