@@ -214,3 +214,47 @@ def test_real_bus_head_and_silence_reach_the_gate(tmp_path):
         sub.close()
         pub.close()
         sess.close()
+
+
+def test_settle_service_tells_the_applier_the_bus_head(tmp_path, monkeypatch):
+    """run_settlement_service wires it: the applier hears the table's head and heartbeats after
+    every receive, with the silence bound from the bus config's heartbeat_s."""
+    import threading
+
+    import settlement.service as service
+    from bus.config import BusConfig
+    from bus.publisher import RollPublisher
+
+    made = []
+
+    class Recording(service.EnvelopeApplier):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            made.append(self)
+
+    monkeypatch.setattr(service, "EnvelopeApplier", Recording)
+    cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=0.2)
+    pub = RollPublisher(cfg)
+    stop = threading.Event()
+    t = threading.Thread(target=service.run_settlement_service, args=(cfg, "ny-5324", [], tmp_path / "l.sqlite", stop),
+                         kwargs={"on_line": lambda s: None}, daemon=True)
+    t.start()
+    try:
+        pub.publish("round", {"round_id": RID, "event": "bets-open"})
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end and not (made and made[0].applied_seq == 1 and made[0].bus_head == 1
+                                              and made[0].bus_heard_at is not None):
+            time.sleep(0.05)
+        app = made[0]
+        assert (app.applied_seq, app.bus_head, app.max_bus_silence_s) == (1, 1, 0.4)
+        assert app.rounds.current == RID
+        heard = app.bus_heard_at
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end and app.bus_heard_at == heard:     # the table's heartbeats
+            time.sleep(0.05)
+        assert app.bus_heard_at > heard and app.bus_head == 1
+    finally:
+        stop.set()
+        t.join(10)
+        pub.close()
+    assert not t.is_alive()
