@@ -127,8 +127,9 @@ class BusView:
     the caller measures it: the gate has no clock).
 
     Attributes:
-        applied: the last sequence number settlement has applied (the gate has observed every
-            envelope up to it).
+        applied: the last sequence number settlement has applied (every envelope up to it has
+            reached the gate; after a restart the gate was rebuilt empty and refuses a round it
+            never saw open).
         head: the highest sequence number the table is known to have journalled (the bus
             subscriber's :attr:`bus.subscriber.RollSubscriber.head`: heartbeats' ``last_seq``,
             messages, replay headers); ``None``: not known.
