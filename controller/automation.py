@@ -421,8 +421,11 @@ class RoundDriver:
 
 
 def round_prefix(table_id: str, now: datetime | None = None) -> str:
-    """Round id prefix: the table id and the UTC start time to the second (unique across
-    restarts), e.g. ``"table-1-20261130T000512"``."""
+    """Round id prefix: the table id and the UTC start time to the second, e.g.
+    ``"table-1-20261130T000512"``. For reading only: a clock set back (an NTP step, a Pi
+    without RTC booting at its last saved time) can give a prefix an earlier start gave; the
+    round number after it, taken from the state store (:meth:`controller.store.StateStore.
+    next_round_number`, see :func:`attach_rounds`), is what makes a round id unique."""
     now = now or datetime.now(timezone.utc)
     return f"{table_id}-{now.strftime('%Y%m%dT%H%M%S')}"
 
@@ -444,8 +447,17 @@ def attach_rounds(service, config: RoundsConfig, *, mode: str, shaker: ShakerPor
         wall: clock of the shaker timeouts.
         prefix: the round id prefix (default :func:`round_prefix`).
 
+    Round numbers come from the service's state store (``service.store.next_round_number``):
+    the table's round count, rising across restarts and clock steps, so a round id
+    ``PREFIX-NNNNNN`` never repeats and settlement's round gate never mixes two rounds
+    (docs/messages.md#round). A service without a store (test doubles) numbers from 1.
+
     Returns:
         the driver.
+
+    Raises:
+        controller.store.StoreError: (later, from ``on_frame``) a round number cannot be
+            written: no round opens.
     """
     holder: list[RoundDriver] = []
 
@@ -457,8 +469,10 @@ def attach_rounds(service, config: RoundsConfig, *, mode: str, shaker: ShakerPor
             if holder:
                 holder[0].bus_failed = f"{type(exc).__name__}: {exc}"
 
+    store = getattr(service, "store", None)
     cycle = RoundCycle(prefix or round_prefix(service.table_id), config, mode=mode,
-                       clock=lambda: service._now, publish=publish)
+                       clock=lambda: service._now, publish=publish,
+                       numbers=getattr(store, "next_round_number", None))
     driver = RoundDriver(cycle, lifecycle=service.lifecycle, shaker=shaker, trigger=trigger,
                          raise_fault=service._raise_fault, clear_fault=service._clear_fault, wall=wall,
                          held=lambda: ("safe-state" if getattr(service, "safe_state", False) else

@@ -159,7 +159,8 @@ class Round:
 
     Attributes:
         round_id: ``PREFIX-NNNNNN``.
-        number: 1, 2, ... within this cycle.
+        number: the round's number: the table's round count when the cycle takes numbers from
+            the state store (rising across restarts), else 1, 2, ... within this cycle.
         opened_at, closed_at: clock seconds of bets-open and no-more-bets (``None`` until then).
         throws: throws made (1 + re-throws).
         verdicts: roll ids of every verdict of the round, in order.
@@ -192,20 +193,27 @@ class RoundCycle:
     """The round state machine (see the module docstring).
 
     Args:
-        prefix: round ids are ``f"{prefix}-{n:06d}"`` (e.g. ``"table-1-20261130T0005"``, unique
-            across restarts when it carries the start time).
+        prefix: round ids are ``f"{prefix}-{n:06d}"`` (e.g. ``"table-1-20261130T000512"``: the
+            start time is for reading only, a clock set back can repeat it; the number ``n``
+            makes the id unique when it comes from ``numbers``).
         config: :class:`RoundsConfig`.
         mode: ``"automated"`` or ``"live"``.
         clock: ``() -> float`` seconds (monotonic).
         publish: called with each event body (a dict; see docs/messages.md#round).
-        first_number: the first round's number.
+        first_number: the first round's number (without ``numbers``).
+        numbers: ``() -> int``: the next round's number, taken (and made durable) before the
+            round's first event is published: the state store's
+            :meth:`controller.store.StateStore.next_round_number`, which never gives a number
+            twice across restarts. ``None``: ``first_number``, ``first_number + 1``, ... (this
+            cycle only). An exception it raises (``StoreError``) propagates and no round opens.
 
     Raises:
         ValueError: an unknown mode.
     """
 
     def __init__(self, prefix: str, config: RoundsConfig, *, mode: str = "automated",
-                 clock: Callable[[], float], publish: Callable[[dict], None], first_number: int = 1) -> None:
+                 clock: Callable[[], float], publish: Callable[[dict], None], first_number: int = 1,
+                 numbers: Callable[[], int] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.prefix, self.config, self.mode = prefix, config, mode
@@ -216,6 +224,7 @@ class RoundCycle:
         self.stop_cause: str | None = None
         self.stuck_run = 0
         self._next_number = int(first_number)
+        self._numbers = numbers
         self._next_open_at: float | None = None
         self._last_rest: tuple[RestDie, ...] = ()
 
@@ -272,6 +281,15 @@ class RoundCycle:
         self.publish(body)
         return body
 
+    def _take_number(self) -> int:
+        """The next round's number (from ``numbers`` when given)."""
+        if self._numbers is not None:
+            n = int(self._numbers())
+        else:
+            n = self._next_number
+        self._next_number = n + 1
+        return n
+
     def _expect(self, what: str, *phases: str | None) -> None:
         if self.phase not in phases:
             raise RoundError(f"{what} in phase {self.phase!r} (allowed: {', '.join(str(p) for p in phases)})")
@@ -280,8 +298,8 @@ class RoundCycle:
         """Open the next round for bets (at start, or when :meth:`open_due`)."""
         self._expect("bets-open", None, RESULTS)
         now = self.clock()
-        self.round = Round(f"{self.prefix}-{self._next_number:06d}", self._next_number, now)
-        self._next_number += 1
+        n = self._take_number()
+        self.round = Round(f"{self.prefix}-{n:06d}", n, now)
         return self._emit(BETS_OPEN, window_s=self.config.bets_open_s if self.mode == "automated" else None)
 
     def begin_closed(self, cause: str) -> dict:
@@ -290,8 +308,8 @@ class RoundCycle:
         ``opened: false``): no ``bets-open``, so settlement refuses every wager for it."""
         self._expect("no-more-bets", None, RESULTS)
         now = self.clock()
-        self.round = Round(f"{self.prefix}-{self._next_number:06d}", self._next_number, now, closed_at=now)
-        self._next_number += 1
+        n = self._take_number()
+        self.round = Round(f"{self.prefix}-{n:06d}", n, now, closed_at=now)
         return self._emit(NO_MORE_BETS, cause=cause, opened=False)
 
     def close_bets(self, cause: str) -> dict:

@@ -14,6 +14,10 @@ Schema (one file, WAL mode, ``synchronous=FULL``, ``PRAGMA user_version`` =
 - ``verdicts(n PRIMARY KEY, roll_id UNIQUE, body_json, created, published_seq, journal_id)``:
   ``journal_id`` is the bus journal the verdict was published in (``published_seq`` is a
   sequence number of that journal).
+- ``rounds(id=1, last_number, updated)``: the number of the last round an automated or stadium
+  rig opened (controller/rounds.py), so that round ids never repeat across restarts, whatever
+  the wall clock did (:meth:`StateStore.next_round_number`). Added to a version-1 file that
+  lacks it when the file is opened (the table is new, the version unchanged).
 
 One process owns the file: :class:`StateStore` holds an exclusive ``flock`` on ``<db>.lock``.
 """
@@ -46,11 +50,17 @@ CREATE TABLE IF NOT EXISTS verdicts (
     published_seq INTEGER,
     journal_id TEXT
 );
+CREATE TABLE IF NOT EXISTS rounds (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    last_number INTEGER NOT NULL,
+    updated REAL NOT NULL
+);
 """
 
 _COLUMNS = {
     "game": ("id", "state_json", "verdicts", "updated"),
     "verdicts": ("n", "roll_id", "body_json", "created", "published_seq", "journal_id"),
+    "rounds": ("id", "last_number", "updated"),
 }
 
 
@@ -180,6 +190,38 @@ class StateStore:
         except sqlite3.Error as exc:
             raise StoreError(f"state db {self.path}: commit failed: {exc}") from exc
         self._state, self._verdicts = state, verdicts
+
+    def next_round_number(self) -> int:
+        """Take the next round number of this table (1, 2, ...; never one taken before, across
+        restarts and whatever the wall clock does) and write it, fsync'd, before returning it:
+        the round cycle calls it before it publishes the round's first event, so a round id
+        (``PREFIX-NNNNNN``, controller/rounds.py) is never given to two rounds even when the
+        per-start time prefix repeats (a clock set back by NTP or a Pi without RTC). Settlement
+        gates wagers by round id (docs/messages.md#round): two rounds with one id would mix.
+
+        Returns:
+            the new round number (>= 1).
+
+        Raises:
+            StoreError: on a database error (nothing is written, no number taken) or a stored
+                counter that is not a count, naming the file.
+        """
+        try:
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                row = self._db.execute("SELECT last_number FROM rounds WHERE id = 1").fetchone()
+                last = 0 if row is None else row[0]
+                if isinstance(last, bool) or not isinstance(last, int) or last < 0:
+                    raise StoreError(f"state db {self.path}: corrupt rounds record (id 1): last_number "
+                                     f"{last!r} is not a count")
+                n = last + 1
+                self._db.execute(
+                    "INSERT INTO rounds (id, last_number, updated) VALUES (1, ?, ?) "
+                    "ON CONFLICT(id) DO UPDATE SET last_number = excluded.last_number, updated = excluded.updated",
+                    (n, time.time()))
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot take the next round number: {exc}") from exc
+        return n
 
     def mark_published(self, roll_id: str, seq: int | None, journal_id: str | None = None) -> None:
         """Record that the verdict ``roll_id`` went out on the bus with sequence ``seq``
