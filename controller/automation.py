@@ -22,7 +22,13 @@ The table service (controller/service.py) calls the driver at four points (``ser
 Automated throw: ``SHAKER(action, shake_ms, intensity)`` through :class:`FirmwareShaker`
 (``FirmwareLink.send_command``; its ACK means started), the lifecycle armed
 (:meth:`controller.lifecycle.RollLifecycle.arm`: the next motion is a throw), then the shaker's
-``INPUT_EVENT SHAKER_DONE`` is awaited (docs/firmware-protocol.md). A command refused or not
+``INPUT_EVENT SHAKER_DONE`` is awaited (docs/firmware-protocol.md). The "done" is tied to its
+command: it carries ``cmd_seq``, the frame ``seq`` of the SHAKER it answers (4.9; the id
+:meth:`ShakerPort.start` returns), and a "done" that answers no outstanding command (a late one
+from an earlier shake, one the MCU sent again after a link reset, one naming no command) is
+refused and logged, naming it: it never ends the current shake nor releases the next throw.
+A microcontroller whose "done" carries no command (no ``SHAKER_DONE_SEQ`` capability) is never
+sent a SHAKER: the table stops with a ``shaker`` fault saying so. A command refused or not
 acknowledged, a "done" that reports a jam or the failsafe, or no "done" within
 ``shake_ms + shaker_done_timeout_s`` stops the table with a fault: a SHAKER is never blindly
 repeated (firmware_bridge.link.CommandFailed). A new throw waits for the previous "done", for
@@ -62,10 +68,17 @@ DONE_OK = ("completed",)
 class ShakerPort(Protocol):
     """What the driver needs of the rig's actuator."""
 
-    def start(self, action: str, duration_ms: int, intensity: int) -> None:
+    def start(self, action: str, duration_ms: int, intensity: int) -> int | None:
         """Start the shaker (``action`` ``"shake"``) or blower (``"blow"``); return once the
-        microcontroller accepted it. Raises on refusal or no acknowledgement."""
+        microcontroller accepted it, with the command's id (:class:`FirmwareShaker`: the
+        SHAKER's frame ``seq``), which its "done" must name (:meth:`RoundDriver.shaker_done`
+        ``command``); ``None``: a port without command ids (its "done" is accepted while a
+        shake is outstanding). Raises on refusal or no acknowledgement."""
         ...
+
+
+#: how many refused "done" events the driver keeps (:attr:`RoundDriver.refused_dones`)
+REFUSED_DONES_KEPT = 100
 
 
 class FirmwareShaker:
@@ -74,13 +87,14 @@ class FirmwareShaker:
 
     Args:
         link: a started :class:`firmware_bridge.link.FirmwareLink`.
-        on_done: called with ``(result, action)`` for each SHAKER_DONE event (on the link's
-            dispatch thread): ``result`` is ``"completed"``, ``"stopped"``, ``"jammed"`` or
-            ``"failsafe"``.
+        on_done: called with ``(result, action, command)`` for each SHAKER_DONE event (on the
+            link's dispatch thread): ``result`` is ``"completed"``, ``"stopped"``, ``"jammed"``
+            or ``"failsafe"``; ``command`` the ``seq`` of the SHAKER it answers (the event's
+            ``cmd_seq``), or ``None`` when the event names none (older firmware).
         timeout_s: the command's deadline, seconds (default: the link's ``command_deadline_s``).
     """
 
-    def __init__(self, link, on_done: Callable[[str, str], None], timeout_s: float | None = None) -> None:
+    def __init__(self, link, on_done: Callable[[str, str, int | None], None], timeout_s: float | None = None) -> None:
         from firmware_bridge.protocol import InputId
 
         self.link, self.on_done, self.timeout_s = link, on_done, timeout_s
@@ -100,25 +114,48 @@ class FirmwareShaker:
             action = ShakerAction(int(ev.value)).name.lower()
         except ValueError:
             action = f"unknown-{ev.value}"
-        self.on_done(result, action)
+        self.on_done(result, action, ev.cmd_seq)
 
-    def start(self, action: str, duration_ms: int, intensity: int) -> None:
-        """Send SHAKER and wait for its ACK.
+    def start(self, action: str, duration_ms: int, intensity: int) -> int:
+        """Send SHAKER and wait for its ACK (docs/firmware-protocol.md 4.8).
+
+        Returns:
+            the SHAKER's frame ``seq``: its SHAKER_DONE carries it as ``cmd_seq`` (4.9).
 
         Raises:
-            firmware_bridge.link.CommandFailed: refused (NAK, e.g. BUSY) or not acknowledged;
+            firmware_bridge.link.CommandFailed: the link is not up within the deadline
+                (``link-down``), or the SHAKER was refused (NAK, e.g. BUSY) or not acknowledged;
+            ShakerUnsupported: the microcontroller's "done" does not name its command (no
+                ``SHAKER_DONE_SEQ`` capability, older firmware): nothing is sent, since the end
+                of the shake could not be told from a late or replayed "done";
             ValueError: an unknown action.
         """
-        from firmware_bridge.protocol import Shaker, ShakerAction
+        from firmware_bridge.link import CommandFailed
+        from firmware_bridge.protocol import Capability, Shaker, ShakerAction
 
         if action not in ("shake", "blow"):
             raise ValueError(f"shaker action must be 'shake' or 'blow', got {action!r}")
-        self.link.send_command(Shaker(ShakerAction.SHAKE if action == "shake" else ShakerAction.BLOW,
-                                      int(duration_ms), int(intensity)), timeout=self.timeout_s)
+        deadline = self.timeout_s if self.timeout_s is not None else self.link.config.command_deadline_s
+        if not self.link.wait_up(deadline):
+            raise CommandFailed("link-down", 0, 0, False)
+        mcu = self.link.status().mcu
+        if mcu is None or not mcu.capabilities & Capability.SHAKER_DONE_SEQ:
+            fw = "unknown" if mcu is None else f"{mcu.fw_major}.{mcu.fw_minor}.{mcu.fw_patch}"
+            raise ShakerUnsupported(
+                f"the microcontroller (firmware {fw}, capabilities 0x{0 if mcu is None else mcu.capabilities:02X}) "
+                f"does not name the SHAKER command in its SHAKER_DONE (capability SHAKER_DONE_SEQ 0x40, "
+                f"docs/firmware-protocol.md 4.9): no SHAKER sent; update the firmware")
+        result = self.link.send_command(Shaker(ShakerAction.SHAKE if action == "shake" else ShakerAction.BLOW,
+                                               int(duration_ms), int(intensity)), timeout=self.timeout_s)
+        return result.seq
 
     def close(self) -> None:
         """Stop listening to the link."""
         self.link.remove_event_listener(self._on_event)
+
+
+class ShakerUnsupported(RuntimeError):
+    """The microcontroller cannot tie a shaker "done" to its command (older firmware)."""
 
 
 class RoundLamps:
@@ -183,6 +220,11 @@ class RoundDriver:
         self._held = held or (lambda: None)
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.shaking = False
+        #: the outstanding shake's command id (what :meth:`ShakerPort.start` returned)
+        self.shake_command: int | None = None
+        #: "done" events refused (they answered no outstanding command): the last
+        #: :data:`REFUSED_DONES_KEPT`, each a line naming it
+        self.refused_dones: list[str] = []
         self._shake_deadline = 0.0
         self._done_t: float | None = None
         self._throw_pending = False
@@ -191,6 +233,7 @@ class RoundDriver:
         #: set (to the error) when a round event could not be published: the table stops;
         #: cleared on resume (the next publish tells again)
         self.bus_failed: str | None = None
+        self._refused_in_shake = False            # a "done" was refused during this shake
         self._throw_at = 0.0                      # frame time the pending throw may start
         self._throw_deadline: float | None = None  # wall clock: the current throw's verdict by then
         self.rounds_done = 0
@@ -203,9 +246,13 @@ class RoundDriver:
         (``who``: a technician cleared a stop)."""
         self._inbox.put((event, details))
 
-    def shaker_done(self, result: str, action: str = "shake") -> None:
-        """The shaker's "done" event (any thread); see :class:`FirmwareShaker`."""
-        self.post("shaker-done", result=result, action=action)
+    def shaker_done(self, result: str, action: str = "shake", command: int | None = None) -> None:
+        """The shaker's "done" event (any thread); see :class:`FirmwareShaker`. ``command``:
+        the id of the command it answers (the SHAKER's ``seq``, the event's ``cmd_seq``), or
+        ``None`` when the event names none. It ends the outstanding shake only when it answers
+        it (a shake is outstanding and, when :meth:`ShakerPort.start` gave an id, ``command`` is
+        that id); any other "done" is refused and logged (:attr:`refused_dones`)."""
+        self.post("shaker-done", result=result, action=action, command=command)
 
     def dice_out(self) -> None:
         """The "dice out" input (any thread): bets close now (live mode)."""
@@ -235,7 +282,10 @@ class RoundDriver:
             return None
         if self.shaking and self.wall() > self._shake_deadline:
             self.shaking = False
-            self._stop("shaker", f"no shaker 'done' within {cfg.shake_ms / 1000 + cfg.shaker_done_timeout_s:.1f} s")
+            cmd, self.shake_command = self.shake_command, None
+            self._stop("shaker", "no shaker 'done'" + ("" if cmd is None else f" for command {cmd}")
+                                 + f" within {cfg.shake_ms / 1000 + cfg.shaker_done_timeout_s:.1f} s"
+                                 + (f" (last refused: {self.refused_dones[-1]})" if self._refused_in_shake else ""))
             return None
         if self._throw_deadline is not None and self.wall() > self._throw_deadline:
             self._throw_deadline = None
@@ -352,10 +402,14 @@ class RoundDriver:
             except queue.Empty:
                 return
             if event == "shaker-done":
-                self.shaking = False
+                command = d.get("command")
+                if not self.shaking or (self.shake_command is not None and command != self.shake_command):
+                    self._refuse_done(d)
+                    continue
+                self.shaking, self.shake_command = False, None
                 self._done_t = t
                 if d.get("result") not in DONE_OK and not c.stopped:
-                    self._stop("shaker", f"shaker {d.get('action')} ended: {d.get('result')}")
+                    self._stop("shaker", f"shaker {d.get('action')} (command {command}) ended: {d.get('result')}")
             elif event == "dice-out":
                 if c.mode == "live" and not c.stopped:
                     self._live_out("dice-out")
@@ -369,6 +423,21 @@ class RoundDriver:
                     self._clear("dice-did-not-move")
             else:
                 log.warning("unknown round driver event %r ignored", event)
+
+    def _refuse_done(self, d: dict) -> None:
+        """A shaker "done" that answers no outstanding command: logged (WARNING) naming it and
+        what is outstanding, kept in :attr:`refused_dones`; nothing else changes."""
+        command = d.get("command")
+        why = ("it names no command (firmware without SHAKER_DONE_SEQ?)" if command is None else
+               "no shake is outstanding" if not self.shaking else
+               f"the outstanding shake is command {self.shake_command}")
+        line = (f"shaker 'done' {d.get('result')} of {d.get('action')} for command {command} refused: "
+                f"it answers no outstanding command ({why})")
+        log.warning("%s", line)
+        self.refused_dones.append(line)
+        del self.refused_dones[:-REFUSED_DONES_KEPT]
+        if self.shaking:
+            self._refused_in_shake = True
 
     def _live_out(self, cause: str) -> None:
         """Live mode: the dice left the shooter's hand (first motion or the input)."""
@@ -392,11 +461,12 @@ class RoundDriver:
             return
         self.lifecycle.arm()
         try:
-            self.shaker.start(cfg.action, cfg.shake_ms, cfg.intensity)
+            command = self.shaker.start(cfg.action, cfg.shake_ms, cfg.intensity)
         except Exception as exc:  # noqa: BLE001 - CommandFailed and link errors: never repeated blindly
             self._stop("shaker", f"shaker command failed: {exc}")
             return
         self.shaking, self._done_t = True, None
+        self.shake_command, self._refused_in_shake = command, False
         self._shake_deadline = self.wall() + cfg.shake_ms / 1000.0 + cfg.shaker_done_timeout_s
         self._throw_deadline = self.wall() + cfg.throw_timeout_s
         c.throw("blower" if cfg.action == "blow" else "shaker")
@@ -518,7 +588,7 @@ def attach_simulated_rig(service, config: RoundsConfig, *, mode: str, source=Non
                     close()
                 raise RuntimeError("the simulated microcontroller's link did not come up within 5 s")
         holder: list[RoundDriver] = []
-        shaker = FirmwareShaker(link, lambda result, action: holder[0].shaker_done(result, action))
+        shaker = FirmwareShaker(link, lambda result, action, command: holder[0].shaker_done(result, action, command))
         closers.insert(0, shaker.close)
     driver = attach_rounds(service, config, mode=mode, shaker=shaker, trigger=trigger)
     if shaker is not None:
@@ -532,8 +602,8 @@ def wait_rounds(driver: RoundDriver, rounds: int) -> Callable[[], bool]:
     return lambda: driver.rounds_done >= rounds or driver.cycle.stopped
 
 
-__all__ = ["RoundDriver", "RoundLamps", "FirmwareShaker", "ShakerPort", "attach_rounds", "attach_simulated_rig",
-           "round_prefix", "scene_of", "wait_rounds"]
+__all__ = ["RoundDriver", "RoundLamps", "FirmwareShaker", "ShakerPort", "ShakerUnsupported", "attach_rounds",
+           "attach_simulated_rig", "round_prefix", "scene_of", "wait_rounds"]
 
 
 def attach_for_run(service, cfg, source, mode: str) -> RoundDriver:

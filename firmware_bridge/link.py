@@ -116,7 +116,10 @@ class LinkEvent:
     trip, itself well under 1 ms on USB), so an
     event delivered late (retransmitted, or queued through a link outage) still carries the time
     it happened; it equals ``host_time`` until the first heartbeat answer.  ``host_time``:
-    ``time.monotonic()`` at receipt.
+    ``time.monotonic()`` at receipt.  ``seq``: the event's own sequence number (the MCU's
+    counter).  ``cmd_seq``: for SHAKER_DONE from firmware with the ``SHAKER_DONE_SEQ``
+    capability, the ``seq`` of the SHAKER command it answers (docs/firmware-protocol.md 4.9),
+    else ``None``.
     """
 
     input: InputId
@@ -127,6 +130,7 @@ class LinkEvent:
     seq: int
     boot_id: int
     event_time: float = 0.0
+    cmd_seq: int | None = None
 
 
 @dataclass(frozen=True)
@@ -678,7 +682,7 @@ class FirmwareLink:
             self._last_event_seq = item.seq
             if isinstance(msg, InputEvent):
                 ev = LinkEvent(msg.input, msg.value, msg.detail, msg.time_ms, now, item.seq, self._boot_id or 0,
-                               self.mcu_to_host_time(msg.time_ms, default=now))
+                               self.mcu_to_host_time(msg.time_ms, default=now), msg.cmd_seq)
                 for fn in list(self._event_listeners):
                     self._dispatch_q.put((fn, ev))
             else:

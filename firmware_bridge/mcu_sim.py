@@ -68,7 +68,8 @@ from .protocol import (
 
 FIRMWARE_VERSION = (1, 0, 0)
 ALL_CAPABILITIES = int(Capability.WALL_SENSOR | Capability.SHOOTER_BUTTON | Capability.SHAKER
-                       | Capability.BLOWER | Capability.DOOR_SWITCH | Capability.TILT_SWITCH)
+                       | Capability.BLOWER | Capability.DOOR_SWITCH | Capability.TILT_SWITCH
+                       | Capability.SHAKER_DONE_SEQ)
 #: MCU event retransmission period, seconds (docs: "Timing").
 EVENT_ACK_TIMEOUT_S = 0.05
 #: Depth of the MCU's event queue (docs: oldest dropped, EVENT_QUEUE_OVERFLOW reported).
@@ -194,7 +195,8 @@ class SimulatedMcu:
         self._last_host_rx = time.monotonic()
         self.failsafe = False
         self._lamps: dict[int, tuple[LampMode, int]] = {i: (LampMode.OFF, 0) for i in self.fitted_lamps}
-        self._shaker: tuple[ShakerAction, float] | None = None
+        # the running shake: (action, end time, seq of its SHAKER command)
+        self._shaker: tuple[ShakerAction, float, int] | None = None
         self._events: collections.deque[Message] = collections.deque()
         self._events_lost = 0
         self._outstanding: _Outstanding | None = None
@@ -307,10 +309,11 @@ class SimulatedMcu:
             self._boot()
         self._wake()
 
-    def emit(self, input_id: InputId, value: int = 1, detail: int = 0) -> None:
-        """Queue an INPUT_EVENT (sent reliably once a session exists)."""
+    def emit(self, input_id: InputId, value: int = 1, detail: int = 0, cmd_seq: int | None = None) -> None:
+        """Queue an INPUT_EVENT (sent reliably once a session exists); ``cmd_seq``: a
+        SHAKER_DONE's command (tests send a late or replayed "done" this way)."""
         with self._lock:
-            self._queue_event(InputEvent(input_id, value, self._uptime_ms(), detail))
+            self._queue_event(InputEvent(input_id, value, self._uptime_ms(), detail, cmd_seq))
         self._wake()
 
     def strike_far_wall(self, zone: int = 0) -> None:
@@ -438,10 +441,9 @@ class SimulatedMcu:
             else:
                 nxt = min(nxt, lost_at)
         if self._shaker is not None:
-            action, end = self._shaker
+            action, end, _ = self._shaker
             if now >= end:
-                self._shaker = None
-                self._queue_event(InputEvent(InputId.SHAKER_DONE, int(action), self._uptime_ms(), int(ShakerResult.COMPLETED)))
+                self._shaker_done(ShakerResult.COMPLETED)
             else:
                 nxt = min(nxt, end)
         if self.session is not None:
@@ -462,10 +464,17 @@ class SimulatedMcu:
         """No frame from the host for host_timeout: stop actuators, flash the fault lamp."""
         self.failsafe = True
         if self._shaker is not None:
-            action, _ = self._shaker
-            self._shaker = None
-            self._queue_event(InputEvent(InputId.SHAKER_DONE, int(action), self._uptime_ms(), int(ShakerResult.FAILSAFE)))
+            self._shaker_done(ShakerResult.FAILSAFE)
         self._queue_event(ErrorReport(ErrorCode.HOST_LOST, 0, "no frame from host"))
+
+    def _shaker_done(self, result: ShakerResult) -> None:
+        """The running shake ended: queue its SHAKER_DONE, carrying the seq of the SHAKER that
+        started it when the firmware has the SHAKER_DONE_SEQ capability (docs 4.9)."""
+        action, _, seq = self._shaker
+        self._shaker = None
+        tied = bool(self.capabilities & Capability.SHAKER_DONE_SEQ)
+        self._queue_event(InputEvent(InputId.SHAKER_DONE, int(action), self._uptime_ms(), int(result),
+                                     seq if tied else None))
 
     def _queue_event(self, msg: Message) -> None:
         """Queue a reliable message.  When the queue is full the new message is discarded and
@@ -524,6 +533,9 @@ class SimulatedMcu:
                 self._events.clear()
                 self._events_lost = 0
                 self._outstanding = None
+                # a shake still running was commanded by another host process (restarted
+                # faster than host_timeout): stop it, no SHAKER_DONE (docs 5.4)
+                self._shaker = None
             self.failsafe = False
             self.host_timeout_s = msg.host_timeout_ms / 1000.0
             caps = self.capabilities
@@ -588,13 +600,11 @@ class SimulatedMcu:
             return Nak(seq, int(msg.TYPE), NakReason.BAD_PAYLOAD)
         if msg.action == ShakerAction.STOP:
             if self._shaker is not None:
-                action, _ = self._shaker
-                self._shaker = None
-                self._queue_event(InputEvent(InputId.SHAKER_DONE, int(action), self._uptime_ms(), int(ShakerResult.STOPPED)))
+                self._shaker_done(ShakerResult.STOPPED)   # cmd_seq: the SHAKE's, not the STOP's
             return Ack(seq, int(msg.TYPE))
         if self._shaker is not None:
             return Nak(seq, int(msg.TYPE), NakReason.BUSY)
-        self._shaker = (msg.action, time.monotonic() + msg.duration_ms / 1000.0)
+        self._shaker = (msg.action, time.monotonic() + msg.duration_ms / 1000.0, seq)
         return Ack(seq, int(msg.TYPE))
 
     # ------------------------------------------------------------------ transmit

@@ -158,7 +158,7 @@ class InputId(enum.IntEnum):
 
     FAR_WALL_STRIKE = 0x01   # value 1; detail = sensor zone index (0 = whole wall)
     SHOOTER_BUTTON = 0x02    # value 1 pressed, 0 released
-    SHAKER_DONE = 0x03       # value = ShakerAction that ended; detail = ShakerResult
+    SHAKER_DONE = 0x03       # value = ShakerAction that ended; detail = ShakerResult; cmd_seq = its SHAKER's seq
     DOOR = 0x04              # value 1 open, 0 closed; detail = door index
     TILT = 0x05              # value 1 tilted, 0 level
 
@@ -214,6 +214,9 @@ class Capability(enum.IntFlag):
     BLOWER = 0x08
     DOOR_SWITCH = 0x10
     TILT_SWITCH = 0x20
+    #: SHAKER_DONE events carry ``cmd_seq``, the ``seq`` of the SHAKER command they answer
+    #: (docs/firmware-protocol.md 4.9): a host drives an automated rig's shaker only with it
+    SHAKER_DONE_SEQ = 0x40
 
 
 class McuStatus(enum.IntFlag):
@@ -472,27 +475,51 @@ class Shaker:
 @dataclass(frozen=True)
 class InputEvent:
     """INPUT_EVENT (MCU -> host, reliable): ``input`` changed to ``value`` at MCU uptime
-    ``time_ms`` (ms, wraps at 2**32); ``detail`` depends on the input (see :class:`InputId`)."""
+    ``time_ms`` (ms, wraps at 2**32); ``detail`` depends on the input (see :class:`InputId`).
+
+    ``cmd_seq`` (SHAKER_DONE only, firmware with :attr:`Capability.SHAKER_DONE_SEQ`): the
+    ``seq`` of the SHAKER command whose run ended (1..65535), sent as two more payload bytes
+    (10 instead of 8; docs/firmware-protocol.md 4.9), so the host can tie the "done" to the
+    command it answers. ``None``: the 8-byte form (older firmware, and every other input).
+
+    Raises:
+        ProtocolError: a field out of range, or ``cmd_seq`` on an input other than SHAKER_DONE.
+    """
 
     TYPE: ClassVar[MsgType] = MsgType.INPUT_EVENT
     FMT: ClassVar[str] = "<BBIH"
+    #: the SHAKER_DONE form with ``cmd_seq``
+    FMT_SEQ: ClassVar[str] = "<BBIHH"
     input: InputId
     value: int
     time_ms: int
     detail: int = 0
+    cmd_seq: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "input", _enum(InputId, "input id", self.input))
         _u8("value", self.value)
         _u32("time_ms", self.time_ms)
         _u16("detail", self.detail)
+        if self.cmd_seq is not None:
+            if self.input is not InputId.SHAKER_DONE:
+                raise ProtocolError(f"only SHAKER_DONE carries cmd_seq, not {self.input.name}")
+            if _u16("cmd_seq", self.cmd_seq) == 0:
+                raise ProtocolError("SHAKER_DONE cmd_seq must be 1..65535 (the seq of a SHAKER), got 0")
 
     def payload(self) -> bytes:
-        return struct.pack(self.FMT, int(self.input), self.value, self.time_ms, self.detail)
+        if self.cmd_seq is None:
+            return struct.pack(self.FMT, int(self.input), self.value, self.time_ms, self.detail)
+        return struct.pack(self.FMT_SEQ, int(self.input), self.value, self.time_ms, self.detail, self.cmd_seq)
 
     @classmethod
     def parse(cls, payload: bytes) -> "InputEvent":
-        return cls(*_fixed(cls, payload, cls.FMT))
+        if len(payload) == struct.calcsize(cls.FMT_SEQ):
+            return cls(*struct.unpack(cls.FMT_SEQ, payload))
+        if len(payload) != struct.calcsize(cls.FMT):
+            raise ProtocolError(f"InputEvent payload must be 8 bytes (10 for SHAKER_DONE with cmd_seq), "
+                                f"got {len(payload)}")
+        return cls(*struct.unpack(cls.FMT, payload))
 
 
 @dataclass(frozen=True)

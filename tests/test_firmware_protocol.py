@@ -59,6 +59,7 @@ EXAMPLES = [
     (Shaker(ShakerAction.STOP, 0, 0), 4),
     (InputEvent(InputId.FAR_WALL_STRIKE, 1, 0x000A1B2C, 2), 7),
     (InputEvent(InputId.DOOR, 0, 0xFFFFFFFF, 1), 8),
+    (InputEvent(InputId.SHAKER_DONE, 2, 77, 3, 65535), 11),
     (ErrorReport(ErrorCode.SHAKER_JAM, 3, "motor stalled at 40%"), 9),
     (ErrorReport(ErrorCode.BROWN_OUT), 10),
 ]
@@ -103,6 +104,7 @@ def test_worked_example_matches_the_document():
         encode_frame(Nak(0, 0, NakReason.BAD_FRAME), 0),
         encode_frame(Shaker(ShakerAction.SHAKE, 1500, 200), 3),
         encode_frame(ErrorReport(ErrorCode.SHAKER_JAM, 3, "jam"), 9),
+        encode_frame(InputEvent(InputId.SHAKER_DONE, 1, 0x000A1B2C, 0, 3), 12),
     ]
     text = DOC.read_text(encoding="utf-8").lower()
     for frame in (wire, ack, event, *others):
