@@ -41,6 +41,16 @@ Dice that move when no throw was commanded (bets open, no more bets, results, a 
 pending at ``verdict``) stop the table (``unscheduled-throw``), and their reading is never a
 result nor a boxperson call: a no roll ``table-fault``.
 
+A restart during a throw: each automated throw is recorded in the state store before its SHAKER
+is sent and cleared when its verdict is published or the table stops
+(:meth:`controller.store.StateStore.set_throw`). A service that starts with one recorded (it
+was killed, crashed or restarted while the shaker ran or the dice rolled) starts stopped,
+``restart-during-throw``: a ``stopped`` round event naming that throw, the alarm
+``restart-during-throw-fault``, FAULT and BETS CLOSED lit, no round opened and no SHAKER sent.
+The microcontroller itself stops the shaker when the old process's heartbeats stop
+(FAILSAFE) or the new process says HELLO (docs/firmware-protocol.md 5.4). The stop clears the
+record: a technician checks the rig and restarts the service, which then opens rounds again.
+
 Every round event is published on the bus under topic ``"round"`` (docs/messages.md#round); the
 ``bets-closed`` lamp is lit whenever bets are not open (:class:`RoundLamps`).
 """
@@ -203,6 +213,10 @@ class RoundDriver:
             waits in the outbox: a round opened or thrown before it is published would let
             settlement settle the next round's wagers with its dice). While held the open
             round's bets close (``cause``: the reason), no SHAKER is sent and no round opens.
+        record: where the automated throw in progress is recorded (``set_throw(str | None)``,
+            ``throw_in_progress()``: the service's :class:`controller.store.StateStore`), or
+            ``None``. One found recorded when the driver is made: the table starts stopped
+            (``restart-during-throw``, see the module docstring).
     """
 
     def __init__(self, cycle: RoundCycle, *, lifecycle, shaker: ShakerPort | None = None,
@@ -210,7 +224,7 @@ class RoundDriver:
                  raise_fault: Callable[[str, str], None] | None = None,
                  clear_fault: Callable[[str], None] | None = None,
                  wall: Callable[[], float] = time.monotonic,
-                 held: Callable[[], str | None] | None = None) -> None:
+                 held: Callable[[], str | None] | None = None, record=None) -> None:
         if cycle.mode == "automated" and shaker is None:
             raise ValueError("automated mode needs a shaker (the firmware bridge)")
         self.cycle, self.lifecycle, self.shaker, self.trigger = cycle, lifecycle, shaker, trigger
@@ -218,6 +232,10 @@ class RoundDriver:
         self._clear = clear_fault or (lambda where: None)
         self.wall = wall
         self._held = held or (lambda: None)
+        self._record = record
+        #: the throw a previous run recorded and never decided (it stopped during it), or None
+        self.interrupted_throw: str | None = record.throw_in_progress() if record is not None else None
+        self._throw_recorded = self.interrupted_throw is not None
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self.shaking = False
         #: the outstanding shake's command id (what :meth:`ShakerPort.start` returned)
@@ -273,6 +291,10 @@ class RoundDriver:
         shaker's "done" is late, or the throw's ``throw_timeout_s`` deadline (wall clock) passed."""
         c, cfg = self.cycle, self.cycle.config
         self._drain(t)
+        if self.interrupted_throw is not None and c.phase is None:
+            self._stop("restart-during-throw",
+                       f"the service stopped during {self.interrupted_throw} (the shaker may have run, "
+                       f"its dice were never read): check the dice and the shaker, then restart the service")
         if self.bus_failed is not None and not c.stopped:
             self._stop("rounds-bus", f"round events cannot be published ({self.bus_failed})")
         held = self._held()
@@ -378,6 +400,7 @@ class RoundDriver:
         reason = body.get("reason")
         scene, self._scene = self._scene, ()
         nxt = c.verdict(str(body.get("roll_id")), str(body.get("verdict")), reason, body.get("dice"), scene)
+        self._clear_throw()                 # the throw is decided (a re-throw records itself again)
         if reason == Reason.DICE_DID_NOT_MOVE.value:
             self._raise("dice-did-not-move", f"{body.get('roll_id')}: the dice did not move "
                                              f"({c.stuck_run} in a row)")
@@ -459,6 +482,13 @@ class RoundDriver:
         if self.bus_failed is not None:    # terminals may not know bets closed: never throw
             self._stop("rounds-bus", f"round events cannot be published ({self.bus_failed})")
             return
+        if self._record is not None:     # before the SHAKER: a restart during the throw must see it
+            try:
+                self._record.set_throw(f"round {c.round.round_id} throw {c.round.throws + 1}")
+            except Exception as exc:  # noqa: BLE001 - StoreError: no shake the store does not know of
+                self._stop("shaker", f"throw not recorded in the state store, no SHAKER sent: {exc}")
+                return
+            self._throw_recorded = True
         self.lifecycle.arm()
         try:
             command = self.shaker.start(cfg.action, cfg.shake_ms, cfg.intensity)
@@ -488,6 +518,20 @@ class RoundDriver:
         if not self.cycle.stopped:
             self.cycle.stop(f"{where}: {message}")
         self._raise(where, message)
+        self.interrupted_throw = None
+        self._clear_throw()                 # the stop is the technician's state now
+
+    def _clear_throw(self) -> None:
+        """Clear the recorded throw (if this driver recorded one or found one). A store that
+        cannot be written is logged: the record stays, and a restart starts stopped."""
+        if not self._throw_recorded or self._record is None:
+            return
+        try:
+            self._record.set_throw(None)
+        except Exception as exc:  # noqa: BLE001 - StoreError: the safe side (a stop on restart)
+            log.error("the throw in progress could not be cleared in the state store: %s", exc)
+            return
+        self._throw_recorded = False
 
 
 def round_prefix(table_id: str, now: datetime | None = None) -> str:
@@ -525,9 +569,12 @@ def attach_rounds(service, config: RoundsConfig, *, mode: str, shaker: ShakerPor
     Returns:
         the driver.
 
+    A throw recorded in the store and never decided (the previous run stopped during it)
+    makes the table start stopped (``restart-during-throw``; see the module docstring).
+
     Raises:
-        controller.store.StoreError: (later, from ``on_frame``) a round number cannot be
-            written: no round opens.
+        controller.store.StoreError: the store cannot be read (at once), or (later, from
+            ``on_frame``) a round number cannot be written: no round opens.
     """
     holder: list[RoundDriver] = []
 
@@ -545,6 +592,7 @@ def attach_rounds(service, config: RoundsConfig, *, mode: str, shaker: ShakerPor
                        numbers=getattr(store, "next_round_number", None))
     driver = RoundDriver(cycle, lifecycle=service.lifecycle, shaker=shaker, trigger=trigger,
                          raise_fault=service._raise_fault, clear_fault=service._clear_fault, wall=wall,
+                         record=store if hasattr(store, "set_throw") else None,
                          held=lambda: ("safe-state" if getattr(service, "safe_state", False) else
                                        "verdict-unpublished" if getattr(service, "verdict_unpublished", False)
                                        else None))

@@ -14,10 +14,13 @@ Schema (one file, WAL mode, ``synchronous=FULL``, ``PRAGMA user_version`` =
 - ``verdicts(n PRIMARY KEY, roll_id UNIQUE, body_json, created, published_seq, journal_id)``:
   ``journal_id`` is the bus journal the verdict was published in (``published_seq`` is a
   sequence number of that journal).
-- ``rounds(id=1, last_number, updated)``: the number of the last round an automated or stadium
-  rig opened (controller/rounds.py), so that round ids never repeat across restarts, whatever
-  the wall clock did (:meth:`StateStore.next_round_number`). Added to a version-1 file that
-  lacks it when the file is opened (the table is new, the version unchanged).
+- ``rounds(id=1, last_number, updated, throw)``: the number of the last round an automated or
+  stadium rig opened (controller/rounds.py), so that round ids never repeat across restarts,
+  whatever the wall clock did (:meth:`StateStore.next_round_number`); ``throw``: the automated
+  throw commanded (SHAKER sent) and not yet decided nor stopped, or NULL
+  (:meth:`StateStore.set_throw`), so that a restart during a throw is seen. Added to a
+  version-1 file that lacks it when the file is opened (the table is new, the version
+  unchanged).
 
 One process owns the file: :class:`StateStore` holds an exclusive ``flock`` on ``<db>.lock``.
 """
@@ -53,14 +56,15 @@ CREATE TABLE IF NOT EXISTS verdicts (
 CREATE TABLE IF NOT EXISTS rounds (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     last_number INTEGER NOT NULL,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    throw TEXT
 );
 """
 
 _COLUMNS = {
     "game": ("id", "state_json", "verdicts", "updated"),
     "verdicts": ("n", "roll_id", "body_json", "created", "published_seq", "journal_id"),
-    "rounds": ("id", "last_number", "updated"),
+    "rounds": ("id", "last_number", "updated", "throw"),
 }
 
 
@@ -222,6 +226,37 @@ class StateStore:
         except sqlite3.Error as exc:
             raise StoreError(f"state db {self.path}: cannot take the next round number: {exc}") from exc
         return n
+
+    def set_throw(self, throw: str | None) -> None:
+        """Record (fsync'd) the automated throw just commanded, e.g. ``"table-1-...-000042
+        throw 2"``, before the SHAKER is sent; ``None`` once it is decided (its verdict
+        published) or the table stopped. A service that starts and finds one recorded
+        (:meth:`throw_in_progress`) was stopped during that throw (controller/automation.py:
+        the table then starts stopped, ``restart-during-throw``).
+
+        Raises:
+            StoreError: on a database error, naming the file (nothing is written).
+        """
+        try:
+            with self._db:
+                self._db.execute(
+                    "INSERT INTO rounds (id, last_number, updated, throw) VALUES (1, 0, ?, ?) "
+                    "ON CONFLICT(id) DO UPDATE SET throw = excluded.throw, updated = excluded.updated",
+                    (time.time(), throw))
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot record the throw in progress: {exc}") from exc
+
+    def throw_in_progress(self) -> str | None:
+        """The throw :meth:`set_throw` recorded and did not clear (``None`` if none).
+
+        Raises:
+            StoreError: on a database error, naming the file.
+        """
+        try:
+            row = self._db.execute("SELECT throw FROM rounds WHERE id = 1").fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot read the rounds record: {exc}") from exc
+        return None if row is None or row[0] is None else str(row[0])
 
     def mark_published(self, roll_id: str, seq: int | None, journal_id: str | None = None) -> None:
         """Record that the verdict ``roll_id`` went out on the bus with sequence ``seq``

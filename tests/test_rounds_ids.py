@@ -101,3 +101,68 @@ def test_a_round_number_that_cannot_be_written_opens_no_round():
     assert sent == [] and cyc.round is None and cyc.phase is None
     cyc.open()
     assert [b["round_id"] for b in sent] == ["T1-000041"] and sent[0]["round"] == 41
+
+
+class _CountingShaker:
+    def __init__(self):
+        self.starts = 0
+
+    def start(self, *a):
+        self.starts += 1
+        return self.starts
+
+
+def _service_run(tmp_path, frames: int):
+    """A table service on the state db in ``tmp_path`` with the round driver of an automated
+    rig; ``frames`` frames of a still, empty table (no dice ever move), then the service is
+    closed as a killed process would leave it (no verdict, nothing cleared)."""
+    from camera.base import Frame
+    from test_controller_service import scene_image
+
+    pub, shaker = ListPublisher(), _CountingShaker()
+    svc = make_service(tmp_path, pub)
+    drv = attach_rounds(svc, CFG, mode="automated", shaker=shaker, wall=lambda: svc._now, prefix="T1-R")
+    svc.start()
+    empty = scene_image([])
+    for k in range(frames):
+        svc.process(Frame(empty, k / 30, k))
+    lamps = dict(svc.lamps.driver.modes)
+    svc.store.close()                      # killed: no lamps off, no closers
+    return pub, shaker, drv, lamps
+
+
+def test_a_restart_during_a_throw_starts_the_table_stopped_with_lamps_and_shaker_safe(tmp_path):
+    """The service is killed while the shaker runs (SHAKER acknowledged, no verdict yet). The
+    restarted service must not open a round nor shake: it starts stopped, named
+    ``restart-during-throw``, FAULT and BETS CLOSED lit; after that stop a technician's restart
+    opens rounds again."""
+    pub1, shaker1, drv1, _ = _service_run(tmp_path, 12)      # bets open 0.3 s, then the SHAKER
+    assert shaker1.starts == 1 and drv1.shaking and drv1.cycle.phase == "throw"
+    pub2, shaker2, drv2, lamps2 = _service_run(tmp_path, 30)
+    rounds2 = [b for t, b in pub2.sent if t == "round"]
+    assert [(b["event"], b["round_id"]) for b in rounds2] == [("stopped", None)]
+    assert rounds2[0]["cause"] == ("restart-during-throw: the service stopped during round T1-R-000001 throw 1 "
+                                   "(the shaker may have run, its dice were never read): check the dice and "
+                                   "the shaker, then restart the service")
+    alarms = [b["code"] for t, b in pub2.sent if t == "alarm"]
+    assert "restart-during-throw-fault" in alarms
+    assert shaker2.starts == 0 and drv2.cycle.stopped
+    assert lamps2.get("fault") == "on" and lamps2.get("bets-closed") == "on"
+    # the technician restarts the service: the stop cleared the record, rounds open again
+    pub3, shaker3, drv3, _ = _service_run(tmp_path, 12)
+    assert [b["event"] for t, b in pub3.sent if t == "round"][:3] == ["bets-open", "no-more-bets", "throw"]
+    assert shaker3.starts == 1 and not drv3.cycle.stopped
+
+
+def test_a_decided_throw_is_not_taken_for_an_interrupted_one(tmp_path):
+    store = StateStore(tmp_path / "state.sqlite")
+    try:
+        assert store.throw_in_progress() is None
+        store.set_throw("round T1-R-000001 throw 1")
+        assert store.throw_in_progress() == "round T1-R-000001 throw 1"
+        assert store.next_round_number() == 1              # the counter and the throw are separate
+        assert store.throw_in_progress() == "round T1-R-000001 throw 1"
+        store.set_throw(None)
+        assert store.throw_in_progress() is None
+    finally:
+        store.close()
