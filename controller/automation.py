@@ -50,6 +50,10 @@ was killed, crashed or restarted while the shaker ran or the dice rolled) starts
 The microcontroller itself stops the shaker when the old process's heartbeats stop
 (FAILSAFE) or the new process says HELLO (docs/firmware-protocol.md 5.4). The stop clears the
 record: a technician checks the rig and restarts the service, which then opens rounds again.
+The shaker's "done" tie and this stop are rig rules (no regulation paragraph speaks of
+shakers); the interrupted round's wagers are returned by settlement on the ``state`` ``start``
+message, since no throw will decide them (9 NYCRR 5324.52(c)(1): wagers are made before the
+dice are rolled, so none may ride the next round's throw).
 
 Every round event is published on the bus under topic ``"round"`` (docs/messages.md#round); the
 ``bets-closed`` lamp is lit whenever bets are not open (:class:`RoundLamps`).

@@ -201,7 +201,9 @@ class StateStore:
         the round cycle calls it before it publishes the round's first event, so a round id
         (``PREFIX-NNNNNN``, controller/rounds.py) is never given to two rounds even when the
         per-start time prefix repeats (a clock set back by NTP or a Pi without RTC). Settlement
-        gates wagers by round id (docs/messages.md#round): two rounds with one id would mix.
+        gates wagers by round id (docs/messages.md#round; wagers are made before the dice are
+        rolled, 9 NYCRR 5324.52(c)(1), N.J.A.C. 13:47-20.25(h)1): two rounds with one id would
+        mix their wagers.
 
         Returns:
             the new round number (>= 1).
