@@ -6,13 +6,17 @@ re-rolled"), the service opens a :class:`BoxpersonCall` in a :class:`CallRegistr
 the reason code, an evidence frame (PNG bytes: each die boxed with its value, see
 :func:`annotate_evidence`) and a deadline. The boxperson answers with a value for each die or
 void (:meth:`CallRegistry.answer`), over the command socket (:class:`CommandServer`) or with
-``craps-table decide``. A call not answered by its deadline is void (:meth:`CallRegistry.expire`).
-Every :class:`Decision` carries who and when, is logged, and is returned so that the service
-publishes it with the roll (``"decision"`` of the roll body, docs/messages.md).
+``craps-table decide``. A call not answered by its deadline is void (:meth:`CallRegistry.expire`);
+a call still open when the table service decides a later throw is closed void too
+(:meth:`CallRegistry.supersede`, outcome ``"superseded"``). Every :class:`Decision` carries who
+and when, is logged, and is returned so that the service publishes it with the roll
+(``"decision"`` of the roll body, docs/messages.md).
 
 The registry is pure apart from its injectable clocks (``clock`` for deadlines, ``wall_clock``
 for the UTC time stamped on decisions) and is thread-safe (the command server answers from its
-own thread).
+own thread): an answer, an expiry and a supersession are each one step, ``on_decision``
+included, so a decision is either handed to ``on_decision`` before a supersession or refused
+after it, never taken and then lost between the two.
 
 Command protocol (JSON objects over a ZeroMQ REP socket; one reply per request)::
 
@@ -66,8 +70,14 @@ log = logging.getLogger("controller.boxperson")
 OUTCOME_DICE = "dice"
 OUTCOME_VOID = "void"
 OUTCOME_TIMEOUT = "timeout"
+OUTCOME_SUPERSEDED = "superseded"
 #: ``who`` of a decision made by the deadline.
 WHO_TIMEOUT = "timeout"
+#: ``who`` of a call closed because the table service decided a later throw first.
+WHO_SUPERSEDED = "superseded"
+#: names no person may answer as: the log's "void by timeout" or "superseded" must mean the
+#: deadline passed or the game moved on, not a person named so
+RESERVED_WHO = (WHO_TIMEOUT, WHO_SUPERSEDED)
 #: the longest name a console may give as ``who`` (characters): the name goes into the roll
 #: message, whose envelope the bus refuses over 1 MiB (bus/envelope.py), which would hold
 #: every later verdict in the outbox.
@@ -118,9 +128,12 @@ class Decision:
         roll_id: the roll decided.
         reason: the reason code of the call.
         outcome: ``"dice"`` (the boxperson gave each die's value), ``"void"`` (re-roll,
-            9 NYCRR 5324.52(h)(1)(ii)(a)) or ``"timeout"`` (no answer by the deadline: void).
+            9 NYCRR 5324.52(h)(1)(ii)(a)), ``"timeout"`` (no answer by the deadline: void) or
+            ``"superseded"`` (no answer before the table service decided a later throw: void,
+            :meth:`CallRegistry.supersede`).
         dice: the two values for ``"dice"``, else ``None``.
-        who: the boxperson's name (``"timeout"`` for a timeout).
+        who: the boxperson's name (``"timeout"`` for a timeout, ``"superseded"`` for a call
+            superseded).
         at_utc: when, UTC ISO 8601.
         latency_s: seconds from the call to the decision.
         console: the CURVE public key (Z85) of the console the answer came from, as the
@@ -139,7 +152,7 @@ class Decision:
 
     @property
     def void(self) -> bool:
-        """The throw is void (re-rolled): a void or a timeout."""
+        """The throw is void (re-rolled): a void, a timeout or a call superseded."""
         return self.outcome != OUTCOME_DICE
 
     def to_json(self) -> dict:
@@ -195,8 +208,11 @@ class CallRegistry:
         timeout_s: seconds a call waits for an answer before the roll is void (> 0).
         clock: monotonic seconds (``time.monotonic``); injectable for tests.
         wall_clock: returns an aware UTC ``datetime`` (for the decision's ``at``).
-        on_decision: called with each :class:`Decision` (the service publishes it); called
-            outside the registry's lock.
+        on_decision: called with each :class:`Decision` (the service publishes it). Called
+            inside the step that takes the decision (:meth:`answer`, :meth:`expire`,
+            :meth:`supersede` hold the registry's gate, a re-entrant lock, until it returns),
+            outside the lock that guards the calls: it may read the registry, and must not
+            wait on another thread that answers.
     """
 
     def __init__(self, timeout_s: float = 120.0, *, clock: Callable[[], float] = time.monotonic,
@@ -210,8 +226,10 @@ class CallRegistry:
         self.on_decision = on_decision
         self._calls: dict[str, BoxpersonCall] = {}
         self._decided: dict[str, Decision] = {}
-        self._superseded: dict[str, str] = {}   # roll id of a call -> the verdict after it
         self._lock = threading.Lock()
+        # one decision step at a time (answer, expire, supersede), its on_decision included:
+        # an answer is handed over before a supersession closes the call, or refused after it
+        self._gate = threading.RLock()
 
     def open(self, roll_id: str, reason: str, evidence_png: bytes, *, notes: Sequence[str] = (),
              timeout_s: float | None = None) -> BoxpersonCall:
@@ -224,7 +242,7 @@ class CallRegistry:
             raise DecisionError("roll_id: empty")
         now = self.clock()
         with self._lock:
-            if roll_id in self._calls or roll_id in self._decided or roll_id in self._superseded:
+            if roll_id in self._calls or roll_id in self._decided:
                 raise DecisionError(f"roll {roll_id}: a boxperson call was already opened")
             call = BoxpersonCall(roll_id, str(reason), bytes(evidence_png), now,
                                  now + (self.timeout_s if timeout_s is None else float(timeout_s)), tuple(notes))
@@ -250,71 +268,99 @@ class CallRegistry:
     def answer(self, roll_id: str, *, who: str, dice: Sequence[int] | None = None,
                void: bool = False, console: str | None = None) -> Decision:
         """The boxperson's answer: ``dice`` (a value for each die) or ``void``; ``console``:
-        the authenticated key of the console it came from (see :class:`Decision`).
+        the authenticated key of the console it came from (see :class:`Decision`). The call is
+        decided and the decision handed to ``on_decision`` in one step with respect to
+        :meth:`supersede`.
 
         Raises:
-            DecisionError: no name (or one :func:`check_who` refuses), both or neither of
-                dice/void, bad values, no pending call for ``roll_id`` (already decided, timed
-                out, or never opened).
+            DecisionError: no name (or one :func:`check_who` refuses, or a reserved one:
+                ``"timeout"``, ``"superseded"``), both or neither of dice/void, bad values, no
+                pending call for ``roll_id`` (already decided, timed out, superseded by a later
+                verdict, or never opened).
         """
         who = check_who(who or "")
-        if who.lower() == WHO_TIMEOUT:
-            # the log's "void by timeout" must mean the deadline passed, not a person named so
-            raise DecisionError(f"who: {who!r} is reserved for a call voided at its deadline; give the boxperson's name")
+        if who.lower() in RESERVED_WHO:
+            # the log's "void by timeout" / "superseded" must mean the deadline passed or the
+            # game moved on, not a person named so
+            raise DecisionError(f"who: {who!r} is reserved for a call voided without an answer; "
+                                "give the boxperson's name")
         if void == (dice is not None):
             raise DecisionError("give either the dice (a value for each die) or void, not both or neither")
         values = None if void else check_dice(dice)
-        now = self.clock()
-        # one reading of the clock: an answer at or after the deadline finds the call void
-        self.expire(now)
-        with self._lock:
-            call = self._calls.get(roll_id)
-            if call is None:
-                done = self._decided.get(roll_id)
-                if done is not None:
-                    raise DecisionError(f"roll {roll_id}: already decided ({done.outcome} by {done.who} at {done.at_utc})")
-                if roll_id in self._superseded:
-                    raise DecisionError(f"roll {roll_id}: superseded by the verdict {self._superseded[roll_id]} "
-                                        "(the game moved on); a decision on it would not be applied")
-                raise DecisionError(f"roll {roll_id}: no pending boxperson call")
-            decision = Decision(roll_id, call.reason, OUTCOME_VOID if void else OUTCOME_DICE, values, who,
-                                self.wall_clock().isoformat(), now - call.opened, console)
-            del self._calls[roll_id]
-            self._decided[roll_id] = decision
-        self._done(decision)
+        with self._gate:
+            now = self.clock()
+            # one reading of the clock: an answer at or after the deadline finds the call void
+            self.expire(now)
+            with self._lock:
+                call = self._calls.get(roll_id)
+                if call is None:
+                    done = self._decided.get(roll_id)
+                    if done is not None and done.outcome == OUTCOME_SUPERSEDED:
+                        raise DecisionError(
+                            f"roll {roll_id}: superseded: the table decided a later throw before an answer "
+                            f"(the game moved on), so the call was closed void at {done.at_utc} (published as "
+                            "a no roll boxperson-void, decision outcome \"superseded\"); a decision on it "
+                            "would not be applied")
+                    if done is not None:
+                        raise DecisionError(f"roll {roll_id}: already decided ({done.outcome} by {done.who} "
+                                            f"at {done.at_utc})")
+                    raise DecisionError(f"roll {roll_id}: no pending boxperson call")
+                decision = Decision(roll_id, call.reason, OUTCOME_VOID if void else OUTCOME_DICE, values, who,
+                                    self.wall_clock().isoformat(), now - call.opened, console)
+                del self._calls[roll_id]
+                self._decided[roll_id] = decision
+            self._done(decision)
         return decision
 
-    def supersede(self, roll_id: str) -> list[str]:
-        """A verdict ``roll_id`` was published after the pending calls: they can no longer be
-        applied (the table service applies a decision only to the call that is its last
-        verdict, controller/service.py ``_apply_decisions``), so they leave the pending list
-        and an answer to one is refused naming ``roll_id`` (before, it was taken, replied
-        ``ok``, and dropped by the service). No decision is made for them. Returns their roll
-        ids."""
-        with self._lock:
-            gone = [r for r in self._calls if r != roll_id]
-            for r in gone:
-                del self._calls[r]
-                self._superseded[r] = roll_id
-        for r in gone:
-            log.warning("boxperson call %s superseded by the verdict %s: it can no longer be decided", r, roll_id)
-        return gone
+    def supersede(self, roll_id: str | None = None) -> list[Decision]:
+        """Close every pending call (but ``roll_id``'s, if given) without an answer: the table
+        service is about to commit a later verdict (controller/service.py ``_close_calls``), after
+        which a decision on an earlier call could no longer be applied (it applies a decision
+        only to the call that is its last verdict, ``_apply_decisions``). A call past its
+        deadline is a timeout (:meth:`expire`); each other one gets a decision ``"superseded"``
+        (who ``"superseded"``, no dice: the throw is void, as at a timeout, 9 NYCRR
+        5324.52(h)(1)(ii)(a)), handed to ``on_decision`` so that the service publishes it, before
+        the later verdict, as a no roll ``boxperson-void``. An answer to it after this is refused
+        naming why. The whole is one step with :meth:`answer`: an answer taken before it was
+        already handed to ``on_decision``; one after it finds the call closed.
+
+        Returns:
+            the decisions ``"superseded"``, oldest call first (timeouts are not listed).
+        """
+        with self._gate:
+            now = self.clock()
+            self.expire(now)
+            out = []
+            with self._lock:
+                for r, call in sorted(self._calls.items(), key=lambda kv: kv[1].opened):
+                    if r == roll_id:
+                        continue
+                    d = Decision(r, call.reason, OUTCOME_SUPERSEDED, None, WHO_SUPERSEDED,
+                                 self.wall_clock().isoformat(), now - call.opened)
+                    del self._calls[r]
+                    self._decided[r] = d
+                    out.append(d)
+            for d in out:
+                log.warning("boxperson call %s superseded: a later throw was decided before an answer; void", d.roll_id)
+                self._done(d)
+        return out
 
     def expire(self, now: float | None = None) -> list[Decision]:
         """Void every call whose deadline is at or before ``now`` (clock seconds, default the
         clock; who = ``"timeout"``); return those decisions."""
-        now = self.clock() if now is None else now
-        out = []
-        with self._lock:
-            for roll_id, call in list(self._calls.items()):
-                if now >= call.deadline:
-                    d = Decision(roll_id, call.reason, OUTCOME_TIMEOUT, None, WHO_TIMEOUT,
-                                 self.wall_clock().isoformat(), now - call.opened)
-                    del self._calls[roll_id]
-                    self._decided[roll_id] = d
-                    out.append(d)
-        for d in out:
-            self._done(d)
+        with self._gate:
+            now = self.clock() if now is None else now
+            out = []
+            with self._lock:
+                for roll_id, call in list(self._calls.items()):
+                    if now >= call.deadline:
+                        d = Decision(roll_id, call.reason, OUTCOME_TIMEOUT, None, WHO_TIMEOUT,
+                                     self.wall_clock().isoformat(), now - call.opened)
+                        del self._calls[roll_id]
+                        self._decided[roll_id] = d
+                        out.append(d)
+            for d in out:
+                self._done(d)
         return out
 
     def _done(self, d: Decision) -> None:

@@ -947,6 +947,8 @@ class TableService:
     def _commit_and_publish(self, verdict: Verdict, frame: Frame, arrived: float, *,
                             frame_info: dict | None = None, frame_hash: str | None = None,
                             decision: dict | None = None) -> dict:
+        if decision is None and hasattr(self.observe, "close_calls"):
+            self._close_calls(frame)   # the open calls' decisions go out before this verdict
         faults: list[str] = []
         called = None
         if decision is None:  # a throw, not a boxperson's decision on an earlier one
@@ -1035,11 +1037,26 @@ class TableService:
         self._publish("alarm", {"code": "command-refused",
                                 "message": f"no-roll by {c['who']}: {why}; nothing was called"[:500]})
 
+    def _close_calls(self, frame: Frame) -> None:
+        """Before a throw's verdict is committed (9 NYCRR 5324.52(h)(1)(ii)(a): a call decides
+        the throw it was made on): close the boxperson calls still open (``observe.close_calls``,
+        one step with the command socket's answers: an answer is taken before it, or refused
+        after it naming why) and publish every decision taken until then, each on its call,
+        which is still the last verdict: an answer or a timeout as usual, a call closed
+        unanswered as a no roll ``boxperson-void`` with decision outcome ``"superseded"``.
+        Before, a call stayed open until after the commit: an answer in between, or one taken
+        but not yet published when the verdict came, was replied ``ok`` and then dropped as a
+        ``stale-decision``; and nothing said that the call had closed undecided."""
+        self.observe.close_calls()
+        if hasattr(self.observe, "decisions"):
+            self._apply_decisions(frame)
+
     def _apply_decisions(self, frame: Frame) -> None:
         """Publish the boxperson's decisions (9 NYCRR 5324.52(h)(1)(ii)(a)) that the observer
-        hands over: the dice given make a valid roll that moves the game; a void or a timeout
-        is a no roll ``boxperson-void``. Either is a new verdict (a new ``roll_id``) carrying the
-        call's deciding frame and ``decision`` (who, when, outcome, the call's roll id). A
+        hands over: the dice given make a valid roll that moves the game; a void, a timeout or
+        a call superseded (:meth:`_close_calls`) is a no roll ``boxperson-void``. Either is a new
+        verdict (a new ``roll_id``) carrying the call's deciding frame and ``decision`` (who,
+        when, outcome, the call's roll id). A
         decision on a call that is no longer the last verdict (the game moved on), or, with a
         round driver, on a call the current round is not waiting on (the table stopped and
         resumed, a new round opened: ``RoundDriver.awaits_decision``), is not applied: it is
@@ -1049,8 +1066,10 @@ class TableService:
             call = last[-1] if last else None
             if (call is None or call.get("roll_id") != d.roll_id or call.get("verdict") != "boxperson"
                     or (self.rounds is not None and not self.rounds.awaits_decision(d.roll_id))):
-                log.warning("boxperson decision on %s ignored: it is not the open call", d.roll_id)
-                self._raise_fault("stale-decision", f"decision on {d.roll_id} after a newer verdict: not applied")
+                log.warning("boxperson decision on %s (%s) ignored: it is not the open call", d.roll_id, d.outcome)
+                what = ("call closed without an answer" if d.outcome == "superseded" else "decision")
+                self._raise_fault("stale-decision", f"{what} on {d.roll_id} after a newer verdict, or on a call "
+                                                    "the round no longer waits on: not applied")
                 self._faults.discard("stale-decision")
                 continue
             decision = {"call": d.roll_id, "reason": d.reason, "outcome": d.outcome, "who": d.who,

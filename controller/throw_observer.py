@@ -15,6 +15,8 @@ read at rest                      ``TableService(observe=observer, policy=observ
                                   the service calls ``observer(readings, frame)`` ->
                                   ``(observations, facts)`` (or call ``observer.observe``)
 timed out                         ``observed = observer.observe([], frame.t, timed_out=True)``
+before a throw's verdict commit    ``observer.close_calls()`` (the calls still open are closed
+                                  void: ``"superseded"`` decisions), then the decisions published
 verdict published                 ``observer.verdict_published(roll_id, verdict, frame.image,
                                   observed)`` (opens the boxperson call for a boxperson verdict)
 every frame / idle tick           ``for d in observer.decisions(): publish d`` (answers and
@@ -207,7 +209,9 @@ class ThrowObserver:
         """After a verdict is published: a boxperson verdict opens a call with the evidence
         frame (``image`` annotated; a blank frame when ``None``) and the detectors' notes of
         ``observed`` (default: :attr:`last`); a call still pending from before ``roll_id`` is
-        superseded (:meth:`CallRegistry.supersede`). An evidence frame that cannot be made (the
+        superseded (:meth:`CallRegistry.supersede`; the table service closes them before it
+        commits the verdict, :meth:`close_calls`, so that their decisions are published before
+        it: one still pending here is superseded too, its decision stale). An evidence frame that cannot be made (the
         annotation or the PNG encoding raised) does not keep the call from opening: the call
         gets a blank frame naming the failure, so the boxperson still decides it or it is
         void at its deadline (9 NYCRR 5324.52(h)(1)(ii)(a)); the verdict is already published."""
@@ -262,6 +266,14 @@ class ThrowObserver:
         self.registry.open(roll_id, reason, png, notes=notes)
         log.warning("boxperson call %s (%s) opened again after a restart", roll_id, reason)
         return True
+
+    def close_calls(self) -> list[Decision]:
+        """Before the table service commits a throw's verdict: close every call still pending
+        (:meth:`CallRegistry.supersede`, in one step with the answers), so that each has a
+        decision (an answer taken before, a timeout, or ``"superseded"``) in :meth:`decisions`
+        to publish before that verdict, and an answer after it is refused. Returns the
+        ``"superseded"`` decisions (none without a registry)."""
+        return [] if self.registry is None else self.registry.supersede()
 
     def decisions(self) -> list[Decision]:
         """Decisions taken since the last call (answers and timeouts), oldest first."""

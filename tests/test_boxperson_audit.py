@@ -162,20 +162,27 @@ def test_a_call_whose_evidence_frame_fails_still_opens_and_is_decided(tmp_path, 
 def test_an_answer_to_a_call_the_next_throw_superseded_is_refused_naming_why(tmp_path):
     """Before: the call stayed pending after the next verdict; a late answer got ``ok: true``
     (the console believed it decided the roll) and the service dropped it with a
-    ``stale-decision`` alarm; at its deadline a timeout raised another."""
+    ``stale-decision`` alarm; at its deadline a timeout raised another. Now the call is closed
+    void (decision outcome ``superseded``, published before the next throw's verdict) and an
+    answer after it is refused naming why."""
     pub = ListPublisher()
     service, reg = _observer_service(tmp_path, pub, timeout_s=0.5)
     bodies, t = run_throws(service, [UNREADABLE, [(3, 100, 100), (3, 200, 120)]])
     assert [b["verdict"] for b in bodies] == ["boxperson", "roll"]
     assert reg.pending() == []
+    call, closed, roll = pub.rolls()
+    assert (closed["verdict"], closed["reason"], closed["decision"]["outcome"], closed["decision"]["who"],
+            closed["decision"]["call"]) == ("no-roll", "boxperson-void", "superseded", "superseded", call["roll_id"])
     reply = handle_request(reg, json.dumps({"cmd": "decide", "roll_id": bodies[0]["roll_id"], "dice": [2, 5],
                                             "who": "ann"}).encode())
     assert reply["ok"] is False
-    assert reply["error"] == (f"roll {bodies[0]['roll_id']}: superseded by the verdict {bodies[1]['roll_id']} "
-                              "(the game moved on); a decision on it would not be applied")
+    assert reply["error"] == (f"roll {bodies[0]['roll_id']}: superseded: the table decided a later throw before an "
+                              f"answer (the game moved on), so the call was closed void at "
+                              f"{closed['decision']['at_utc']} (published as a no roll boxperson-void, decision "
+                              "outcome \"superseded\"); a decision on it would not be applied")
     reg.clock = lambda: 1e9   # long past the deadline
     service.process(Frame(scene_image([(3, 100, 100), (3, 200, 120)]), t, 999))
-    assert len(pub.rolls()) == 2 and [b for tp, b in pub.sent if tp == "alarm"] == []
+    assert len(pub.rolls()) == 3 and [b for tp, b in pub.sent if tp == "alarm"] == []
     assert service.store.state.point == 6
     service.close()
 

@@ -343,11 +343,17 @@ def test_replay_of_shared_photos_publishes_a_verdict_per_photo(tmp_path):
     try:
         service, _ = build_service(cfg, source, publisher=pub, lamp_driver=NullLampDriver(), reader=read_dice)
         service.run(source)
+        n = service.stats.total_verdicts
         service.close()
-        envs = _drain(bus_cfg, tmp_path, want=len(chosen))
+        envs = _drain(bus_cfg, tmp_path, want=n)
     finally:
         pub.close()
-    rolls = [e["body"] for e in envs if e["topic"] == "roll"]
+    every = [e["body"] for e in envs if e["topic"] == "roll"]
+    # a boxperson call still open when the next photo is decided is closed void just before it
+    closes = [b for b in every if (b["decision"] or {}).get("outcome") == "superseded"]
+    calls = [b["roll_id"] for b in every if b["verdict"] == "boxperson"]
+    assert [b["decision"]["call"] for b in closes] == calls[:len(closes)] and len(closes) >= len(calls) - 1
+    rolls = [b for b in every if b not in closes]
     assert len(rolls) == len(chosen)
     assert [Path(b["frame"]["source"]).name for b in rolls] == [p.name for p in chosen]
     from controller.reasons import Reason
@@ -404,6 +410,7 @@ def test_service_drives_gpio_lamps(tmp_path):
 @pytest.mark.shared
 def test_run_command_on_a_replay(tmp_path, capsys):
     import argparse
+    import json
     import sqlite3
 
     from controller import service_cli
@@ -443,9 +450,14 @@ def test_run_command_on_a_replay(tmp_path, capsys):
     assert said[0].startswith("READY=1") and "shooter 1" in said[0]
     assert any(m.startswith("STOPPING=1") for m in said)
     db = sqlite3.connect(tmp_path / "state.sqlite")
-    rows = db.execute("SELECT roll_id, published_seq FROM verdicts ORDER BY n").fetchall()
+    rows = db.execute("SELECT roll_id, published_seq, body_json FROM verdicts ORDER BY n").fetchall()
     db.close()
-    assert [r[0] for r in rows] == ["table-1-00000001", "table-1-00000002"]
+    # one verdict per photo, and a boxperson call on the first closed void before the second's
+    kinds = [(json.loads(r[2])["verdict"], (json.loads(r[2])["decision"] or {}).get("outcome")) for r in rows]
+    expected = 3 if kinds[0][0] == "boxperson" else 2
+    assert [r[0] for r in rows] == [f"table-1-{n:08d}" for n in range(1, expected + 1)]
+    if expected == 3:
+        assert kinds[1] == ("no-roll", "superseded")
     assert all(r[1] is not None and r[1] > 0 for r in rows)
     # missing keys: exit 2 naming bus.keys_dir
     config.write_text(config.read_text().replace(str(bus_cfg.keys_dir), str(tmp_path / "nokeys")))
@@ -609,7 +621,9 @@ def test_boxperson_void_and_stale_decision(tmp_path):
 
     bodies2, t = run_throws(service, [[(4, 100, 100), (0, 200, 120)], [(3, 100, 100), (3, 200, 120)]], t0=t + 1)
     assert [b["verdict"] for b in bodies2] == ["boxperson", "roll"]
-    with pytest.raises(DecisionError, match="superseded by the verdict"):
+    closed = pub.rolls()[-2]   # closed void before the next throw's verdict
+    assert (closed["decision"]["call"], closed["decision"]["outcome"]) == (bodies2[0]["roll_id"], "superseded")
+    with pytest.raises(DecisionError, match="superseded: the table decided a later throw before an answer"):
         registry.answer(bodies2[0]["roll_id"], who="late", dice=[4, 4])
     n = len(pub.rolls())
     service.process(Frame(scene_image([(3, 100, 100), (3, 200, 120)]), t + 1, 2000))
