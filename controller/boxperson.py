@@ -232,20 +232,28 @@ class CallRegistry:
         self._gate = threading.RLock()
 
     def open(self, roll_id: str, reason: str, evidence_png: bytes, *, notes: Sequence[str] = (),
-             timeout_s: float | None = None) -> BoxpersonCall:
-        """Open a call for ``roll_id``.
+             timeout_s: float | None = None, elapsed_s: float = 0.0) -> BoxpersonCall:
+        """Open a call for ``roll_id``. ``elapsed_s``: seconds the call has already been open
+        (a call opened again after a restart, ``ThrowObserver.reopen_call``): it counts as
+        opened that long ago, so its deadline and a decision's ``latency_s`` are the original
+        call's, and a deadline already passed voids it at the next :meth:`expire`.
 
         Raises:
             DecisionError: a call for ``roll_id`` is pending or was decided.
+            ValueError: ``elapsed_s`` negative or not finite.
         """
         if not roll_id:
             raise DecisionError("roll_id: empty")
+        elapsed_s = float(elapsed_s)
+        if not 0.0 <= elapsed_s < float("inf"):
+            raise ValueError(f"elapsed_s must be a finite number of seconds >= 0, got {elapsed_s}")
         now = self.clock()
         with self._lock:
             if roll_id in self._calls or roll_id in self._decided:
                 raise DecisionError(f"roll {roll_id}: a boxperson call was already opened")
-            call = BoxpersonCall(roll_id, str(reason), bytes(evidence_png), now,
-                                 now + (self.timeout_s if timeout_s is None else float(timeout_s)), tuple(notes))
+            opened = now - elapsed_s
+            call = BoxpersonCall(roll_id, str(reason), bytes(evidence_png), opened,
+                                 opened + (self.timeout_s if timeout_s is None else float(timeout_s)), tuple(notes))
             self._calls[roll_id] = call
         log.info("boxperson call %s: %s (deadline in %.0f s)", roll_id, reason, call.deadline - now)
         return call

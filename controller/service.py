@@ -348,7 +348,9 @@ class TableService:
         """Publish what a previous run committed but did not publish, then a ``"state"``
         message (``event: "start"``) with the resumed game, and set the lamps. When the last
         verdict is a boxperson call (the previous run stopped with it open), the call is opened
-        again with a new deadline (``observe.reopen_call``), so the boxperson decides it or it
+        again (``observe.reopen_call``) with its original deadline (counted from the verdict's
+        commit, wall clock; one that passed while the service was down voids it at once) and
+        its evidence frame as kept (:meth:`_keep_evidence`), so the boxperson decides it or it
         is void at its deadline (9 NYCRR 5324.52(h)(1)(ii)(a)) instead of being lost.
 
         Raises:
@@ -372,8 +374,12 @@ class TableService:
         self._publish("state", {"event": "start", "game": self._game_json(self.store.state)})
         last = self.store.verdicts(1)
         if last and last[-1].get("verdict") == "boxperson" and hasattr(self.observe, "reopen_call"):
-            # a call open when the last process stopped: decided or voided now, not lost
-            if self.observe.reopen_call(last[-1]):
+            # a call open when the last process stopped: decided or voided now, not lost, by
+            # its original deadline and on its original evidence frame
+            roll_id = str(last[-1].get("roll_id"))
+            created = self.store.verdict_created(roll_id)
+            elapsed = 0.0 if created is None else max(0.0, time.time() - created)
+            if self.observe.reopen_call(last[-1], elapsed_s=elapsed, evidence_png=self.store.evidence(roll_id)):
                 self.lamps.verdict("boxperson", self._now)   # CALL BOXPERSON flashes again
         self.lamps.update(self.store.state, self.lifecycle.phase, now=self._now)
 
@@ -1002,9 +1008,24 @@ class TableService:
         log.info("verdict %s %s %s", body["roll_id"], verdict.kind, body["reason"] or body["dice"])
         if hasattr(self.observe, "verdict_published"):
             self.observe.verdict_published(body["roll_id"], verdict, frame.image)
+        if verdict.kind == "boxperson" and hasattr(self.observe, "call_evidence"):
+            self._keep_evidence(body["roll_id"])
         if self.rounds is not None:
             self.rounds.verdict_published(body, frame.t)
         return body
+
+    def _keep_evidence(self, roll_id: str) -> None:
+        """Keep the evidence frame of the boxperson call just opened in the store
+        (``StateStore.keep_evidence``), so that a restart opens the call again with it
+        (:meth:`start`). One that cannot be kept is logged: the call is open; only a restart
+        would show a blank frame with the published readings instead."""
+        png = self.observe.call_evidence(roll_id)
+        if not png:
+            return
+        try:
+            self.store.keep_evidence(roll_id, png)
+        except StoreError:
+            log.exception("boxperson call %s: its evidence frame could not be kept for a restart", roll_id)
 
     @staticmethod
     def _table_fault(verdict: Verdict, faults: Sequence[str]) -> Verdict:

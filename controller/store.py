@@ -21,6 +21,9 @@ Schema (one file, WAL mode, ``synchronous=FULL``, ``PRAGMA user_version`` =
   (:meth:`StateStore.set_throw`), so that a restart during a throw is seen. Added to a
   version-1 file that lacks it when the file is opened (the table is new, the version
   unchanged).
+- ``evidence(roll_id PRIMARY KEY, png, created)``: the evidence frame of the last boxperson
+  call (one row at most), so that a restart opens the call again with it. A file without the
+  table gets it when opened (older controllers ignore it).
 
 One process owns the file: :class:`StateStore` holds an exclusive ``flock`` on ``<db>.lock``.
 """
@@ -59,12 +62,18 @@ CREATE TABLE IF NOT EXISTS rounds (
     updated REAL NOT NULL,
     throw TEXT
 );
+CREATE TABLE IF NOT EXISTS evidence (
+    roll_id TEXT PRIMARY KEY,
+    png BLOB NOT NULL,
+    created REAL NOT NULL
+);
 """
 
 _COLUMNS = {
     "game": ("id", "state_json", "verdicts", "updated"),
     "verdicts": ("n", "roll_id", "body_json", "created", "published_seq", "journal_id"),
     "rounds": ("id", "last_number", "updated", "throw"),
+    "evidence": ("roll_id", "png", "created"),
 }
 
 
@@ -357,6 +366,49 @@ class StateStore:
             except (TypeError, ValueError) as exc:
                 raise StoreError(f"state db {self.path}: verdict row n={n} is not JSON: {exc}") from None
         return out
+
+    def verdict_created(self, roll_id: str) -> float | None:
+        """When the verdict ``roll_id`` was committed (Unix seconds, ``time.time``), or ``None``
+        when the store does not hold it.
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        try:
+            row = self._db.execute("SELECT created FROM verdicts WHERE roll_id = ?", (roll_id,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot read verdict {roll_id}: {exc}") from None
+        return None if row is None else float(row[0])
+
+    def keep_evidence(self, roll_id: str, png: bytes) -> None:
+        """Keep the evidence frame (PNG bytes) of the boxperson call ``roll_id``, replacing the
+        one kept before: only the last call can be open at a restart (a later verdict closes
+        it, 9 NYCRR 5324.52(h)(1)(ii)(a)), so one frame at most is stored.
+
+        Raises:
+            StoreError: on a database error (nothing is changed).
+        """
+        try:
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("DELETE FROM evidence")
+                self._db.execute("INSERT INTO evidence (roll_id, png, created) VALUES (?, ?, ?)",
+                                 (roll_id, sqlite3.Binary(bytes(png)), time.time()))
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot keep the evidence frame of {roll_id}: {exc}") from exc
+
+    def evidence(self, roll_id: str) -> bytes | None:
+        """The evidence frame kept for the boxperson call ``roll_id`` (:meth:`keep_evidence`),
+        or ``None``.
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        try:
+            row = self._db.execute("SELECT png FROM evidence WHERE roll_id = ?", (roll_id,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"state db {self.path}: cannot read the evidence frame of {roll_id}: {exc}") from None
+        return None if row is None else bytes(row[0])
 
     def close(self) -> None:
         """Close the database and release its lock. Safe to call twice."""

@@ -236,36 +236,51 @@ class ThrowObserver:
                 png = b""
         self.registry.open(roll_id, reason, png, notes=notes)
 
-    def reopen_call(self, body: dict) -> bool:
+    def reopen_call(self, body: dict, *, elapsed_s: float = 0.0, evidence_png: bytes | None = None) -> bool:
         """After a restart, open again the boxperson call of ``body`` (the last verdict the
-        store holds, a ``"boxperson"`` roll message) with a new deadline: the calls of the
-        process that stopped were in its memory only, so the call could be neither answered
-        nor voided and the roll was never decided (9 NYCRR 5324.52(h)(1)(ii)(a)). The frame
-        was not kept: the evidence is a blank frame of its size with the published readings
-        boxed. Returns ``False`` (nothing opened) without a registry, for another verdict, or
-        when a call for it is already open or decided."""
+        store holds, a ``"boxperson"`` roll message): the calls of the process that stopped
+        were in its memory only, so the call could be neither answered nor voided and the roll
+        was never decided (9 NYCRR 5324.52(h)(1)(ii)(a)). ``elapsed_s``: seconds since the call
+        was made (since its verdict was committed): the call keeps its original deadline, and
+        one that passed while the service was down voids the call at once (a timeout), as it
+        would have had the service run on; a restart never extends it. ``evidence_png``: the
+        call's evidence frame as it was kept (``StateStore.keep_evidence``); without it the
+        evidence is a blank frame of the frame's size with the published readings boxed.
+        Returns ``False`` (nothing opened) without a registry, for another verdict, or when a
+        call for it is already open or decided."""
         if self.registry is None or body.get("verdict") != "boxperson" or not body.get("roll_id"):
             return False
         roll_id, reason = str(body["roll_id"]), str(body.get("reason") or "face-unreadable")
         if self.registry.get(roll_id) is not None or self.registry.decision(roll_id) is not None:
             return False
-        notes = ("call opened again after a restart: the evidence frame was not kept; the boxes are "
-                 "the published readings",)
-        info = body.get("frame") or {}
-        try:
-            size = (int(info.get("height") or 120), int(info.get("width") or 160))
-            readings = [SimpleNamespace(bbox=r["bbox"], value=r.get("value"), flat=bool(r.get("flat", True)),
-                                        confidence=float(r.get("confidence") or 0.0), extra={},
-                                        zone=r.get("zone", "playing"))
-                        for r in body.get("readings") or ()]
-            png = annotate_evidence(np.zeros((*size, 3), np.uint8), readings, title=f"{roll_id} {reason}",
-                                    notes=notes)
-        except Exception:  # noqa: BLE001 - the call must open whatever the evidence frame
-            log.exception("boxperson call %s: the evidence frame could not be drawn again", roll_id)
-            png = b""
-        self.registry.open(roll_id, reason, png, notes=notes)
-        log.warning("boxperson call %s (%s) opened again after a restart", roll_id, reason)
+        if evidence_png:
+            notes = ("call opened again after a restart, with its original evidence frame and deadline",)
+            png = bytes(evidence_png)
+        else:
+            notes = ("call opened again after a restart: the evidence frame was not kept; the boxes are "
+                     "the published readings",)
+            info = body.get("frame") or {}
+            try:
+                size = (int(info.get("height") or 120), int(info.get("width") or 160))
+                readings = [SimpleNamespace(bbox=r["bbox"], value=r.get("value"), flat=bool(r.get("flat", True)),
+                                            confidence=float(r.get("confidence") or 0.0), extra={},
+                                            zone=r.get("zone", "playing"))
+                            for r in body.get("readings") or ()]
+                png = annotate_evidence(np.zeros((*size, 3), np.uint8), readings, title=f"{roll_id} {reason}",
+                                        notes=notes)
+            except Exception:  # noqa: BLE001 - the call must open whatever the evidence frame
+                log.exception("boxperson call %s: the evidence frame could not be drawn again", roll_id)
+                png = b""
+        call = self.registry.open(roll_id, reason, png, notes=notes, elapsed_s=max(0.0, float(elapsed_s)))
+        log.warning("boxperson call %s (%s) opened again after a restart, %.0f s after it was made "
+                    "(deadline in %.0f s)", roll_id, reason, elapsed_s, call.deadline - self.registry.clock())
         return True
+
+    def call_evidence(self, roll_id: str) -> bytes | None:
+        """The evidence frame (PNG bytes) of the pending call ``roll_id``, or ``None`` (no such
+        call, or no registry): the table service keeps it in its store for a restart."""
+        call = None if self.registry is None else self.registry.get(roll_id)
+        return None if call is None else call.evidence_png
 
     def close_calls(self) -> list[Decision]:
         """Before the table service commits a throw's verdict: close every call still pending

@@ -3,6 +3,7 @@ consoles, the deadline, calls superseded by the next throw, a restart with a cal
 evidence frame that cannot be made. Loopback / in-process only."""
 from __future__ import annotations
 
+import base64
 import json
 import threading
 
@@ -197,7 +198,7 @@ def test_a_call_open_when_the_service_restarts_is_opened_again(tmp_path):
     rid = bodies[0]["roll_id"]
     service.close()
     pub2 = ListPublisher()
-    service2, reg2 = _observer_service(tmp_path, pub2, timeout_s=0.5)
+    service2, reg2 = _observer_service(tmp_path, pub2, timeout_s=60.0)
     service2.start()
     (call,) = reg2.pending()
     assert call.roll_id == rid and call.reason == "face-unreadable" and call.evidence_png[:4] == b"\x89PNG"
@@ -229,3 +230,63 @@ def test_a_call_reopened_after_a_restart_is_void_at_its_deadline(tmp_path):
     assert (void["decision"]["outcome"], void["decision"]["who"]) == ("timeout", "timeout")
     assert void["decision"]["call"] == bodies[0]["roll_id"]
     service2.close()
+
+
+def _stopped_with_a_call_open(tmp_path, down_s):
+    """A service stopped with a boxperson call open, ``down_s`` seconds ago (the verdict's
+    commit time moved back in the store). Returns ``(call roll id, its evidence PNG, frame t)``."""
+    import sqlite3
+
+    service, reg = _observer_service(tmp_path, ListPublisher())
+    bodies, t = run_throws(service, [UNREADABLE])
+    rid = bodies[0]["roll_id"]
+    png = reg.get(rid).evidence_png
+    service.close()
+    db = sqlite3.connect(tmp_path / "state.sqlite")
+    with db:
+        db.execute("UPDATE verdicts SET created = created - ? WHERE roll_id = ?", (down_s, rid))
+    db.close()
+    return rid, png, t
+
+
+def test_a_call_reopened_after_a_restart_keeps_its_deadline_and_evidence_frame(tmp_path):
+    """Before: the call reopened after a restart got a fresh full timeout (a restart extended
+    the time to decide) and a blank frame with the published readings boxed instead of the
+    evidence frame the boxperson was shown."""
+    rid, png, t = _stopped_with_a_call_open(tmp_path, down_s=50.0)
+    service2, reg2 = _observer_service(tmp_path, ListPublisher(), timeout_s=120.0)
+    reg2.clock = lambda: 1000.0
+    service2.start()
+    (call,) = reg2.pending()
+    assert call.roll_id == rid and call.evidence_png == png
+    assert call.notes == ("call opened again after a restart, with its original evidence frame and deadline",)
+    # 120 s from the call, 50 s (and the test's own run time) of which passed while stopped
+    assert 60.0 < call.deadline - 1000.0 <= 70.0 and call.deadline - call.opened == 120.0
+    reply = handle_request(reg2, json.dumps({"cmd": "evidence", "roll_id": rid}).encode())
+    assert reply["ok"] is True and base64.b64decode(reply["png_b64"]) == png
+    service2.close()
+
+
+def test_a_call_whose_deadline_passed_while_stopped_is_void_at_start(tmp_path):
+    rid, _, t = _stopped_with_a_call_open(tmp_path, down_s=200.0)
+    pub2 = ListPublisher()
+    service2, reg2 = _observer_service(tmp_path, pub2, timeout_s=120.0)
+    service2.start()
+    reply = handle_request(reg2, json.dumps({"cmd": "decide", "roll_id": rid, "dice": [2, 5], "who": "ann"}).encode())
+    assert reply["ok"] is False and reply["error"].startswith(f"roll {rid}: already decided (timeout by timeout")
+    service2.process(Frame(scene_image(UNREADABLE), t, 999))
+    (void,) = pub2.rolls()
+    assert (void["verdict"], void["reason"], void["decision"]["outcome"], void["decision"]["call"]) == \
+        ("no-roll", "boxperson-void", "timeout", rid)
+    assert void["decision"]["latency_s"] >= 200.0
+    service2.close()
+
+
+def test_the_store_keeps_the_last_calls_evidence_frame_only(tmp_path):
+    service, reg = _observer_service(tmp_path, ListPublisher())
+    bodies, _ = run_throws(service, [UNREADABLE, [(0, 100, 100), (5, 200, 120)]])
+    first, second = (b["roll_id"] for b in bodies)
+    assert service.store.evidence(first) is None
+    assert service.store.evidence(second) == reg.get(second).evidence_png
+    assert service.store._db.execute("SELECT COUNT(*) FROM evidence").fetchone()[0] == 1
+    service.close()
