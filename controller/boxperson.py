@@ -78,6 +78,8 @@ WHO_SUPERSEDED = "superseded"
 #: names no person may answer as: the log's "void by timeout" or "superseded" must mean the
 #: deadline passed or the game moved on, not a person named so
 RESERVED_WHO = (WHO_TIMEOUT, WHO_SUPERSEDED)
+#: why a call is superseded, unless the caller says otherwise (:meth:`CallRegistry.supersede`)
+SUPERSEDED_WHY = "the table decided a later throw before an answer (the game moved on)"
 #: the longest name a console may give as ``who`` (characters): the name goes into the roll
 #: message, whose envelope the bus refuses over 1 MiB (bus/envelope.py), which would hold
 #: every later verdict in the outbox.
@@ -226,6 +228,7 @@ class CallRegistry:
         self.on_decision = on_decision
         self._calls: dict[str, BoxpersonCall] = {}
         self._decided: dict[str, Decision] = {}
+        self._why: dict[str, str] = {}   # roll id of a call superseded -> why it was closed
         self._lock = threading.Lock()
         # one decision step at a time (answer, expire, supersede), its on_decision included:
         # an answer is handed over before a supersession closes the call, or refused after it
@@ -305,10 +308,9 @@ class CallRegistry:
                     done = self._decided.get(roll_id)
                     if done is not None and done.outcome == OUTCOME_SUPERSEDED:
                         raise DecisionError(
-                            f"roll {roll_id}: superseded: the table decided a later throw before an answer "
-                            f"(the game moved on), so the call was closed void at {done.at_utc} (published as "
-                            "a no roll boxperson-void, decision outcome \"superseded\"); a decision on it "
-                            "would not be applied")
+                            f"roll {roll_id}: superseded: {self._why.get(roll_id, SUPERSEDED_WHY)}, so the call "
+                            f"was closed void at {done.at_utc} (decision outcome \"superseded\"); a decision on "
+                            "it would not be applied")
                     if done is not None:
                         raise DecisionError(f"roll {roll_id}: already decided ({done.outcome} by {done.who} "
                                             f"at {done.at_utc})")
@@ -320,7 +322,7 @@ class CallRegistry:
             self._done(decision)
         return decision
 
-    def supersede(self, roll_id: str | None = None) -> list[Decision]:
+    def supersede(self, roll_id: str | None = None, *, why: str = "") -> list[Decision]:
         """Close every pending call (but ``roll_id``'s, if given) without an answer: the table
         service is about to commit a later verdict (controller/service.py ``_close_calls``), after
         which a decision on an earlier call could no longer be applied (it applies a decision
@@ -329,8 +331,10 @@ class CallRegistry:
         (who ``"superseded"``, no dice: the throw is void, as at a timeout, 9 NYCRR
         5324.52(h)(1)(ii)(a)), handed to ``on_decision`` so that the service publishes it, before
         the later verdict, as a no roll ``boxperson-void``. An answer to it after this is refused
-        naming why. The whole is one step with :meth:`answer`: an answer taken before it was
-        already handed to ``on_decision``; one after it finds the call closed.
+        naming why (``why``, default :data:`SUPERSEDED_WHY`; the service also closes a call the
+        round driver no longer waits on). The whole is one step with :meth:`answer`: an answer
+        taken before it was already handed to ``on_decision``; one after it finds the call
+        closed.
 
         Returns:
             the decisions ``"superseded"``, oldest call first (timeouts are not listed).
@@ -347,9 +351,10 @@ class CallRegistry:
                                  self.wall_clock().isoformat(), now - call.opened)
                     del self._calls[r]
                     self._decided[r] = d
+                    self._why[r] = why or SUPERSEDED_WHY
                     out.append(d)
             for d in out:
-                log.warning("boxperson call %s superseded: a later throw was decided before an answer; void", d.roll_id)
+                log.warning("boxperson call %s superseded: %s; void", d.roll_id, why or SUPERSEDED_WHY)
                 self._done(d)
         return out
 

@@ -770,6 +770,8 @@ class TableService:
             self.lifecycle.retry_read()
         elif step.kind == STEP_READ:
             body = self._read(frame, arrived)
+        if self.rounds is not None and hasattr(self.observe, "close_calls"):
+            self._close_call_the_round_left()
         if hasattr(self.observe, "decisions"):
             self._apply_decisions(frame)
         self.lamps.update(self.store.state, self.lifecycle.phase, now=frame.t)
@@ -1071,6 +1073,20 @@ class TableService:
         self.observe.close_calls()
         if hasattr(self.observe, "decisions"):
             self._apply_decisions(frame)
+
+    def _close_call_the_round_left(self) -> None:
+        """With a round driver: a boxperson call, the last verdict, that the round no longer
+        waits on (the table stopped; a technician's resume abandons the round,
+        ``RoundDriver.awaits_decision``) can no longer be applied, so it is closed now
+        (``observe.close_calls``): an answer after this is refused naming why, instead of being
+        replied ``ok`` and then dropped as a ``stale-decision`` at the next frame; the closing
+        itself raises the ``stale-decision`` alarm (:meth:`_apply_decisions`), its record."""
+        last = self.store.verdicts(1)
+        if not last or last[-1].get("verdict") != "boxperson":
+            return
+        if not self.rounds.awaits_decision(str(last[-1].get("roll_id"))):
+            self.observe.close_calls(why="the round driver no longer waits on it (the table stopped; "
+                                         "a resume abandons the round)")
 
     def _apply_decisions(self, frame: Frame) -> None:
         """Publish the boxperson's decisions (9 NYCRR 5324.52(h)(1)(ii)(a)) that the observer

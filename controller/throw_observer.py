@@ -282,13 +282,14 @@ class ThrowObserver:
         call = None if self.registry is None else self.registry.get(roll_id)
         return None if call is None else call.evidence_png
 
-    def close_calls(self) -> list[Decision]:
-        """Before the table service commits a throw's verdict: close every call still pending
-        (:meth:`CallRegistry.supersede`, in one step with the answers), so that each has a
-        decision (an answer taken before, a timeout, or ``"superseded"``) in :meth:`decisions`
-        to publish before that verdict, and an answer after it is refused. Returns the
+    def close_calls(self, why: str = "") -> list[Decision]:
+        """Before the table service commits a throw's verdict (or when its round driver no
+        longer waits on the call): close every call still pending (:meth:`CallRegistry.supersede`,
+        in one step with the answers; ``why`` is what a later answer's refusal says), so that
+        each has a decision (an answer taken before, a timeout, or ``"superseded"``) in
+        :meth:`decisions` to publish, and an answer after it is refused. Returns the
         ``"superseded"`` decisions (none without a registry)."""
-        return [] if self.registry is None else self.registry.supersede()
+        return [] if self.registry is None else self.registry.supersede(why=why)
 
     def decisions(self) -> list[Decision]:
         """Decisions taken since the last call (answers and timeouts), oldest first."""

@@ -179,8 +179,8 @@ def test_an_answer_to_a_call_the_next_throw_superseded_is_refused_naming_why(tmp
     assert reply["ok"] is False
     assert reply["error"] == (f"roll {bodies[0]['roll_id']}: superseded: the table decided a later throw before an "
                               f"answer (the game moved on), so the call was closed void at "
-                              f"{closed['decision']['at_utc']} (published as a no roll boxperson-void, decision "
-                              "outcome \"superseded\"); a decision on it would not be applied")
+                              f"{closed['decision']['at_utc']} (decision outcome \"superseded\"); a decision on it "
+                              "would not be applied")
     reg.clock = lambda: 1e9   # long past the deadline
     service.process(Frame(scene_image([(3, 100, 100), (3, 200, 120)]), t, 999))
     assert len(pub.rolls()) == 3 and [b for tp, b in pub.sent if tp == "alarm"] == []

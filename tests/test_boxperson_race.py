@@ -166,3 +166,42 @@ def test_supersede_closes_each_open_call_void_and_refuses_a_later_answer():
         with pytest.raises(DecisionError, match="reserved for a call voided without an answer"):
             reg.answer("t-3", who=name, void=True)
     assert [c.roll_id for c in reg.pending()] == ["t-3"]
+
+
+def test_an_answer_after_the_round_left_the_call_is_refused_not_dropped(tmp_path):
+    """Before: with a round driver, after the table stopped (and a technician's resume abandoned
+    the round) the call stayed open until the next verdict; an answer was replied ``ok: true``
+    and then dropped as a ``stale-decision`` at the next frame. Now the call is closed at the
+    end of the frame in which the round stopped waiting on it: the closing raises the alarm
+    once, and an answer after it is refused naming why."""
+    from test_controller_service import _observer_service
+    from test_rounds_driver_faults import _automated_rig
+
+    pub = ListPublisher()
+    service, reg = _observer_service(tmp_path, pub)
+    drv, throws, frame = _automated_rig(service)
+    service.start()
+    for _ in range(15):
+        if throws:
+            break
+        frame([])
+    assert throws, "the rig threw"
+    for k in range(6, 0, -1):
+        frame([(0, 100 - 6 * k, 100), (4, 160 - 6 * k, 100)])     # die 1 unreadable
+    for _ in range(10):
+        frame([(0, 100, 100), (4, 160, 100)])
+    call = service.store.verdicts(1)[-1]
+    assert call["verdict"] == "boxperson" and [c.roll_id for c in reg.pending()] == [call["roll_id"]]
+    drv.cycle.stop("technician: test")
+    drv.resume("tech-7")
+    frame([(0, 100, 100), (4, 160, 100)])
+    assert reg.pending() == []
+    reply = handle_request(reg, _decide(call["roll_id"], dice=[6, 1]))
+    assert reply["ok"] is False and reply["error"].startswith(
+        f"roll {call['roll_id']}: superseded: the round driver no longer waits on it")
+    for _ in range(3):
+        frame([(0, 100, 100), (4, 160, 100)])
+    assert [r["verdict"] for r in pub.rolls()] == ["boxperson"]
+    stale = [b for b in _alarms(pub) if b["code"] == "stale-decision-fault"]
+    assert len(stale) == 1 and stale[0]["message"].startswith(f"call closed without an answer on {call['roll_id']}")
+    service.close()
