@@ -476,13 +476,15 @@ class TableService:
         safe state: ``fault`` and ``bets-closed`` lit, an ``"alarm"`` published (code
         ``safe-state`` or ``safe-state-cleared`` with :meth:`HealthStatus.alarm_body`), the
         metrics and :attr:`on_health` told. Also applies posted events and retries, about every
-        second, the verdicts and alarms the bus refused. Call at least every 100 ms
-        (:meth:`run` does); without a monitor only the events are applied.
+        second, the verdicts and alarms the bus refused, and publishes the boxperson decisions
+        taken since the last frame (:meth:`_apply_idle_decisions`). Call at least every 100 ms
+        (:meth:`run` does); without a monitor only the events and decisions are applied.
 
         Returns:
             the status, or ``None`` (no monitor, or the first frame not yet due).
         """
         self._drain_inbox()
+        self._apply_idle_decisions()
         if self.health is None:
             return None
         now = time.monotonic() if now is None else float(now)
@@ -1073,6 +1075,17 @@ class TableService:
         self.observe.close_calls()
         if hasattr(self.observe, "decisions"):
             self._apply_decisions(frame)
+
+    def _apply_idle_decisions(self) -> None:
+        """Between frames (:meth:`tick`): publish the boxperson decisions taken since the last
+        frame (answers, and timeouts: ``observe.decisions`` expires the calls due). Before, they
+        waited for the next frame: while none came (a camera lost, a stalled live source) an
+        answer replied ``ok`` was held in memory only, and lost if the service stopped
+        meanwhile (the call was reopened at the restart and had to be answered again). A
+        decision's verdict carries its call's frame; its time is the frame clock."""
+        if not hasattr(self.observe, "decisions"):
+            return
+        self._apply_decisions(Frame(np.zeros((1, 1, 3), np.uint8), self.frame_clock(), -1, "tick"))
 
     def _close_call_the_round_left(self) -> None:
         """With a round driver: a boxperson call, the last verdict, that the round no longer

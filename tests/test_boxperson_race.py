@@ -205,3 +205,24 @@ def test_an_answer_after_the_round_left_the_call_is_refused_not_dropped(tmp_path
     stale = [b for b in _alarms(pub) if b["code"] == "stale-decision-fault"]
     assert len(stale) == 1 and stale[0]["message"].startswith(f"call closed without an answer on {call['roll_id']}")
     service.close()
+
+
+def test_an_answer_while_no_frame_comes_is_published_at_the_next_tick(tmp_path):
+    """Before: decisions were published only when a frame was processed; while none came (a
+    camera lost: ``run`` only ticks) an answer replied ``ok`` stayed in memory, and a stop
+    meanwhile lost it (the call reopened at the restart). Now each tick publishes it."""
+    pub = ListPublisher()
+    service, reg = _observer_service(tmp_path, pub)
+    bodies, t = run_throws(service, [UNREADABLE])
+    rid = bodies[0]["roll_id"]
+    assert handle_request(reg, _decide(rid, dice=[2, 5]))["ok"] is True
+    service.tick()
+    _, decided = pub.rolls()
+    assert (decided["verdict"], decided["dice"], decided["decision"]["call"]) == ("roll", [2, 5], rid)
+    assert decided["frame"] == bodies[0]["frame"] and decided["frame_sha256"] == bodies[0]["frame_sha256"]
+    service.close()
+    # the restart finds the call decided: nothing reopened, nothing to answer again
+    service2, reg2 = _observer_service(tmp_path, ListPublisher())
+    service2.start()
+    assert reg2.pending() == [] and service2.store.state.rolls == 1
+    service2.close()
