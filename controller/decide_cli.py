@@ -19,8 +19,10 @@ applies it before its next frame, or refuses it with a ``command-refused`` alarm
 and came back onto it); the throw's verdict is then that no roll, or the
 call is refused with a ``command-refused`` alarm when no throw is in progress.
 
-Exit status: 0 the decision was taken (printed as JSON), 1 the table refused it (no such call,
-already decided) or did not answer, 2 bad arguments.
+Exit status: 0 the decision was taken (printed as JSON; the table publishes it with the roll,
+before any later throw's verdict), 1 the table refused it (no such call, already decided,
+timed out, or superseded: the table decided a later throw first, or its round driver no
+longer waits on the call; the error says which) or did not answer, 2 bad arguments.
 """
 from __future__ import annotations
 

@@ -91,10 +91,11 @@ def test_an_answer_taken_as_the_next_throw_is_decided_is_published_before_it(tmp
     """Before: the registry handed a decision to the service (``on_decision``) after releasing
     its lock; the service could decide the next throw in between (nothing pending to
     supersede, no decision yet to publish), so the answer, replied ``ok: true``, reached the
-    service after the throw's verdict and was dropped as a ``stale-decision``. Now the
-    service's closing of the calls waits for the answer's step, and the decision is published
-    on its call, before the throw's verdict. Injected: the answer pauses inside
-    ``on_decision`` while the service thread decides the next throw."""
+    service after the throw's verdict and was dropped as a ``stale-decision``. Now the service
+    waits for the answer's step (the registry's gate) before it collects the decisions or
+    closes the calls, and the decision is published on its call, before the throw's verdict.
+    Injected: the answer pauses inside ``on_decision`` while the service thread decides the
+    next throw."""
     pub = ListPublisher()
     service, reg = _observer_service(tmp_path, pub)
     bodies, t = run_throws(service, [UNREADABLE])
