@@ -48,7 +48,9 @@ class BusConfig(BaseModel):
         hwm: send/receive high-water mark in messages (bounded; ``zmq.Again`` at the table's
             XPUB raises an alarm, the message stays journalled and is replayed).
         heartbeat_s: seconds between heartbeats when idle (seconds, > 0).
-        replay_batch: messages per replay reply.
+        replay_batch: messages per replay reply, at most (the table also stops a reply at
+            :data:`bus.publisher.REPLY_MAX_BYTES` of envelopes; the subscriber asks again from
+            where it got to).
         replay_timeout_s: seconds before an unanswered replay request is sent again.
         max_pending: out-of-order messages a subscriber buffers while it fills a gap.
         prune_acked: if true the table deletes journalled messages acknowledged by every

@@ -149,11 +149,25 @@ class Journal:
             raise
         return seq, wire
 
-    def read_from(self, seq: int, limit: int) -> list[tuple[int, bytes]]:
-        """Up to ``limit`` messages with sequence number >= ``seq``, in order: ``[(seq, wire)]``."""
-        rows = self._conn.execute("SELECT seq, envelope FROM messages WHERE seq>=? ORDER BY seq LIMIT ?",
-                                  (int(seq), int(limit))).fetchall()
-        return [(int(s), bytes(w)) for s, w in rows]
+    def read_from(self, seq: int, limit: int, max_bytes: int | None = None) -> list[tuple[int, bytes]]:
+        """Up to ``limit`` messages with sequence number >= ``seq``, in order: ``[(seq, wire)]``.
+
+        With ``max_bytes``, also stops before the envelope that would take the total past
+        ``max_bytes`` bytes (the first one is always returned); rows are read one at a time,
+        so no more than that is held in memory."""
+        cur = self._conn.execute("SELECT seq, envelope FROM messages WHERE seq>=? ORDER BY seq LIMIT ?",
+                                 (int(seq), int(limit)))
+        out: list[tuple[int, bytes]] = []
+        total = 0
+        try:
+            for s, w in cur:
+                if max_bytes is not None and out and total + len(w) > max_bytes:
+                    break
+                total += len(w)
+                out.append((int(s), bytes(w)))
+        finally:
+            cur.close()
+        return out
 
     def last_of(self, topic: str) -> tuple[int, bytes] | None:
         """The last message held on ``topic``: ``(seq, wire)``, or ``None`` if none is held."""

@@ -35,11 +35,16 @@ log = logging.getLogger("bus.publisher")
 AlarmCallback = Callable[[str, dict], None]
 
 #: replay protocol frames (DEALER -> ROUTER)
-REQ_REPLAY = b"REPLAY"   # [b"REPLAY", json {"from": int, "nonce": str (optional, <= 64 chars)}]
+REQ_REPLAY = b"REPLAY"   # [b"REPLAY", json {"from": int, "nonce": str (optional, <= 64 chars),
+                         #                   "max": int >= 1 (optional: envelopes wanted at most)}]
 REQ_ACK = b"ACK"         # [b"ACK", json {"seq": int, "journal_id": str}]
 #: replies (ROUTER -> DEALER)
 REP_BATCH = b"BATCH"     # [b"BATCH", signed envelope of topic "replay-header", env...]
 REP_ERROR = b"ERROR"     # [b"ERROR", json {"error": str}]
+#: Envelope bytes one replay reply carries at most (and at least one envelope, which is at most
+#: ``bus.envelope.MAX_ENVELOPE_BYTES``): with ``replay_batch`` envelopes of up to 1 MiB a reply
+#: could otherwise be hundreds of MiB in the table's memory and on the wire.
+REPLY_MAX_BYTES = 2 * 1024 * 1024
 #: Largest frame the table's sockets take from a subscriber (bytes): a request or a subscription
 #: is a few hundred bytes. ZeroMQ drops the connection of a peer that sends a larger one, so an
 #: allow-listed subscriber cannot fill the table's memory with one huge frame (ZMQ_MAXMSGSIZE;
@@ -386,11 +391,16 @@ class RollPublisher:
                 raise ValueError("request is not an object")
             if parts[0] == REQ_REPLAY:
                 start, nonce = req.get("from"), req.get("nonce", "")
+                want = req.get("max", self.cfg.replay_batch)
                 if type(start) is not int or start < 1:
                     raise ValueError(f"'from' must be an int >= 1: {start!r}")
                 if not isinstance(nonce, str) or len(nonce) > 64:
                     raise ValueError(f"'nonce' must be a string of at most 64 characters: {str(nonce)[:80]!r}")
-                rows = journal.read_from(start, self.cfg.replay_batch)
+                if type(want) is not int or want < 1:
+                    raise ValueError(f"'max' must be an int >= 1: {str(want)[:80]!r}")
+                # bounded: at most replay_batch envelopes (or fewer if asked) and REPLY_MAX_BYTES;
+                # the subscriber asks again from where the reply ends
+                rows = journal.read_from(start, min(want, self.cfg.replay_batch), max_bytes=REPLY_MAX_BYTES)
                 head = journal.last_seq
                 # The header is signed like every envelope and carries the subscriber's nonce:
                 # "first" (where the journal starts) makes a subscriber stop with gap_lost, so a
@@ -400,7 +410,10 @@ class RollPublisher:
                                         table_id=self.table_id, topic=envmod.REPLAY_HEADER,
                                         body={"from": start, "first": journal.first_seq(), "head": head,
                                               "count": len(rows), "nonce": nonce})
-                self._router.send_multipart([ident, REP_BATCH, header] + [w for _, w in rows])
+                # NOBLOCK: a subscriber that asks and does not read fills its queue (SNDHWM); the
+                # reply is then dropped (it asks again) rather than blocking this thread, which
+                # also sends the heartbeats and serves every other subscriber
+                self._router.send_multipart([ident, REP_BATCH, header] + [w for _, w in rows], flags=zmq.NOBLOCK)
                 self.stats["replayed"] += len(rows)
             elif parts[0] == REQ_ACK:
                 seq = req.get("seq")
@@ -419,7 +432,8 @@ class RollPublisher:
             # OverflowError: a seq past SQLite's 64-bit integers; RecursionError: JSON nested too deep
             log.warning("bus: rejected request from subscriber %s: %s: %s", subscriber, type(exc).__name__, exc)
             try:
-                self._router.send_multipart([ident, REP_ERROR, json.dumps({"error": str(exc)}).encode()])
+                self._router.send_multipart([ident, REP_ERROR, json.dumps({"error": str(exc)}).encode()],
+                                            flags=zmq.NOBLOCK)
             except zmq.ZMQError:
                 pass
         except zmq.ZMQError as exc:  # peer vanished (ROUTER_MANDATORY) or its queue is full

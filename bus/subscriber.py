@@ -338,7 +338,8 @@ class RollSubscriber:
             start = min(start, self._check[0])
         try:
             nonce = secrets.token_hex(8)
-            self._dealer.send_multipart([REQ_REPLAY, json.dumps({"from": start, "nonce": nonce}).encode()],
+            self._dealer.send_multipart([REQ_REPLAY, json.dumps({"from": start, "nonce": nonce,
+                                                                 "max": self.cfg.replay_batch}).encode()],
                                         zmq.NOBLOCK)
             self._nonces.append(nonce)
         except zmq.Again:

@@ -1,0 +1,127 @@
+"""Roll bus resource limits: replay replies bounded in messages and bytes, sent without
+blocking the table's background thread.
+Loopback / ipc only; every loop is bounded in count and time."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import zmq
+
+from bus import envelope as envmod
+from bus.config import BusConfig
+from bus.journal import Journal
+from bus.keys import key_files, load_signing_key
+from bus.publisher import REPLY_MAX_BYTES, RollPublisher
+from bus.subscriber import RollSubscriber
+
+from test_bus_adversarial import _client
+
+
+def _fill(cfg: BusConfig, n: int, body_bytes: int = 0) -> list[bytes]:
+    """Journal ``n`` genuine signed rolls (seq 1..n) in one transaction, as a table would have
+    after a long settlement outage (publishing them one by one takes an fsync each). Returns
+    their wire bytes."""
+    j = Journal(cfg.journal_path)
+    jid = j.journal_id
+    j.close()
+    key = load_signing_key(key_files(cfg.keys_dir, cfg.table_key).sign_secret)
+    wires = []
+    c = sqlite3.connect(str(cfg.journal_path), isolation_level=None)
+    try:
+        c.execute("BEGIN IMMEDIATE")
+        for seq in range(1, n + 1):
+            body = {"n": seq, "dice": [1 + seq % 6, 1 + seq // 6 % 6]}
+            if body_bytes:
+                body["pad"] = "p" * body_bytes
+            env, wire = envmod.seal(key, journal_id=jid, seq=seq, table_id=cfg.table_id, topic="roll", body=body)
+            c.execute("INSERT INTO messages(seq, topic, ts, envelope) VALUES(?,?,?,?)", (seq, "roll", env["ts"], wire))
+            wires.append(wire)
+        c.execute("UPDATE meta SET value=? WHERE key='last_seq'", (str(n),))
+        c.execute("COMMIT")
+    finally:
+        c.close()
+    return wires
+
+
+def _replies(sock: zmq.Socket, n: int, timeout_s: float = 10.0) -> list[list[bytes]]:
+    """Up to ``n`` replies on ``sock`` within ``timeout_s``."""
+    out: list[list[bytes]] = []
+    deadline = time.monotonic() + timeout_s
+    while len(out) < n and time.monotonic() < deadline:
+        if sock.poll(100):
+            out.append(sock.recv_multipart())
+    return out
+
+
+def _catch_up(sub: RollSubscriber, n: int, timeout_s: float) -> list[int]:
+    """Receive up to ``n`` messages within ``timeout_s``, acking every 1,000th (cumulative);
+    returns their seqs."""
+    got: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < n and time.monotonic() < deadline:
+        env = sub.receive(0.2)
+        if env is not None:
+            got.append(env["seq"])
+            if env["seq"] % 1000 == 0 or len(got) == n:
+                sub.ack(env["seq"])
+    return got
+
+
+# -- the table's replay server ---------------------------------------------------------------------
+def test_a_replay_reply_is_bounded_in_envelopes_asked_for_and_in_bytes(tmp_path: Path):
+    """A reply carries at most the ``max`` envelopes the subscriber asks for and at most
+    ``REPLY_MAX_BYTES`` of envelopes (always one): 40 envelopes of 200 KiB are 8 MiB, and the
+    subscriber pages through them by asking again from where each reply ends. Before, one reply
+    held all 40 (up to replay_batch = 500 envelopes of up to 1 MiB each)."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.2)
+    wires = _fill(cfg, 40, body_bytes=200 * 1024)
+    with RollPublisher(cfg):
+        ctx = zmq.Context()
+        try:
+            d = _client(ctx, cfg, zmq.DEALER)
+            d.connect(cfg.replay_endpoint)
+            d.send_multipart([b"REPLAY", b'{"from": 1}'])
+            d.send_multipart([b"REPLAY", b'{"from": 3, "max": 5}'])
+            d.send_multipart([b"REPLAY", b'{"from": 1, "max": 0}'])
+            by_bytes, by_max, bad = _replies(d, 3)
+            fits = REPLY_MAX_BYTES // len(wires[0])
+            assert fits == 10 and by_bytes[2:] == wires[:fits]
+            assert json.loads(by_bytes[1])["body"]["count"] == fits
+            assert by_max[2:] == wires[2:7]
+            assert bad[0] == b"ERROR" and b"'max' must be an int >= 1" in bad[1]
+        finally:
+            ctx.destroy(0)
+        with RollSubscriber(cfg, tmp_path / "s.sqlite") as sub:
+            assert _catch_up(sub, 40, timeout_s=30) == list(range(1, 41))
+            assert sub.stats["replay_requests"] >= 4 and sub.rejections == {}
+
+
+def test_a_subscriber_that_asks_and_never_reads_does_not_stall_the_table(tmp_path: Path):
+    """A subscriber sends replay requests and never reads the replies: once its queue is full
+    the table drops the replies (it would ask again) instead of blocking its background
+    thread, which sends the heartbeats and serves every other subscriber."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.1, hwm=1, replay_batch=50)
+    _fill(cfg, 50, body_bytes=4096)
+    with RollPublisher(cfg) as pub:
+        ctx = zmq.Context()
+        try:
+            mute = _client(ctx, cfg, zmq.DEALER)
+            mute.setsockopt(zmq.RCVHWM, 1)
+            mute.setsockopt(zmq.RCVBUF, 4096)
+            mute.connect(cfg.replay_endpoint)
+            for _ in range(300):                     # 300 x 200 KiB replies: far past its queue
+                mute.send_multipart([b"REPLAY", b'{"from": 1}'])
+            time.sleep(1.5)
+            beats = pub.stats["heartbeats"]
+            time.sleep(1.0)
+            assert pub.stats["heartbeats"] >= beats + 5      # the background thread still runs
+            other = _client(ctx, cfg, zmq.DEALER)
+            other.connect(cfg.replay_endpoint)
+            other.send_multipart([b"REPLAY", b'{"from": 50}'])
+            (reply,) = _replies(other, 1, timeout_s=5)
+            assert reply[0] == b"BATCH" and len(reply) == 3
+        finally:
+            ctx.destroy(0)
