@@ -51,6 +51,11 @@ class BusConfig(BaseModel):
         replay_batch: messages per replay reply, at most (the table also stops a reply at
             :data:`bus.publisher.REPLY_MAX_BYTES` of envelopes; the subscriber asks again from
             where it got to).
+        replay_rate: replay requests per second the table answers from one subscriber (its
+            CURVE key), on average; past it the request is refused with a ``BUSY`` reply
+            saying when to ask again (requests per second, > 0).
+        replay_burst: replay requests the table answers from one subscriber at once after a
+            quiet spell (requests, >= 1).
         replay_timeout_s: seconds before an unanswered replay request is sent again.
         max_pending: out-of-order messages a subscriber buffers while it fills a gap.
         prune_acked: if true the table deletes journalled messages acknowledged by every
@@ -70,6 +75,8 @@ class BusConfig(BaseModel):
     hwm: int = Field(1000, ge=1, le=1_000_000)
     heartbeat_s: float = Field(0.5, gt=0, le=60)
     replay_batch: int = Field(500, ge=1, le=100_000)
+    replay_rate: float = Field(10.0, gt=0, le=10_000)
+    replay_burst: int = Field(20, ge=1, le=10_000)
     replay_timeout_s: float = Field(1.0, gt=0, le=60)
     max_pending: int = Field(10_000, ge=1)
     prune_acked: bool = False

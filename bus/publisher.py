@@ -29,6 +29,7 @@ from bus import envelope as envmod
 from bus.config import BusConfig
 from bus.journal import AckStore, Journal, acks_path
 from bus.keys import BusKeyError, RefusalLog, check_allow_list, key_files, load_curve_secret, load_signing_key
+from bus.ratelimit import PeerRateLimiter
 
 log = logging.getLogger("bus.publisher")
 
@@ -41,6 +42,7 @@ REQ_ACK = b"ACK"         # [b"ACK", json {"seq": int, "journal_id": str}]
 #: replies (ROUTER -> DEALER)
 REP_BATCH = b"BATCH"     # [b"BATCH", signed envelope of topic "replay-header", env...]
 REP_ERROR = b"ERROR"     # [b"ERROR", json {"error": str}]
+REP_BUSY = b"BUSY"       # [b"BUSY", json {"error": str, "retry_after_s": float}]: ask again later
 #: Envelope bytes one replay reply carries at most (and at least one envelope, which is at most
 #: ``bus.envelope.MAX_ENVELOPE_BYTES``): with ``replay_batch`` envelopes of up to 1 MiB a reply
 #: could otherwise be hundreds of MiB in the table's memory and on the wire.
@@ -106,7 +108,10 @@ class RollPublisher:
         self.table_id = table_id
         self._on_alarm = on_alarm
         self._hb_listeners: list[Callable[[bool], None]] = [on_heartbeat] if on_heartbeat else []
-        self.stats = {"published": 0, "hwm_alarms": 0, "heartbeats": 0, "replayed": 0, "acks": 0}
+        self.stats = {"published": 0, "hwm_alarms": 0, "heartbeats": 0, "replayed": 0, "acks": 0,
+                      "replay_refused": 0}
+        self._limiter = PeerRateLimiter(cfg.replay_rate, cfg.replay_burst)
+        self._refusals_logged: dict[str, tuple[float, int]] = {}   # peer -> (time logged, refused since)
         kf = key_files(cfg.keys_dir, cfg.table_key)
         self._public, self._secret = load_curve_secret(kf.curve_secret)
         self._signer = load_signing_key(kf.sign_secret)
@@ -381,9 +386,16 @@ class RollPublisher:
 
     def _handle_request(self, journal: Journal, acks: AckStore, frames: list) -> None:
         ident = frames[0].bytes
-        subscriber = frames[0].get("User-Id") if len(frames) > 1 else "?"
+        subscriber = (frames[0].get("User-Id") if len(frames) > 1 else None) or f"identity {ident.hex()}"
         parts = [f.bytes for f in frames[1:]]
         try:
+            if not (len(parts) == 2 and parts[0] == REQ_ACK):
+                # every request but an ack reads the journal or is logged: rate-limited per
+                # subscriber key, checked before its JSON is even parsed
+                wait = self._limiter.take(subscriber)
+                if wait > 0:
+                    self._refuse(ident, subscriber, wait)
+                    return
             if len(parts) != 2:
                 raise ValueError(f"expected 2 frames, got {len(parts)}")
             req = json.loads(parts[1].decode("utf-8"))
@@ -438,6 +450,33 @@ class RollPublisher:
                 pass
         except zmq.ZMQError as exc:  # peer vanished (ROUTER_MANDATORY) or its queue is full
             log.info("bus: cannot reply to subscriber %s: %s", subscriber, exc)
+
+    def _refuse(self, ident: bytes, subscriber: str, wait: float) -> None:
+        """Answer a request over the subscriber's rate (``cfg.replay_rate`` per second, burst
+        ``cfg.replay_burst``) with ``[BUSY, {"error", "retry_after_s"}]``: the subscriber asks
+        again after ``retry_after_s`` seconds; nothing is lost, the journal keeps every
+        message. Counted in ``stats["replay_refused"]``; logged at most every 10 s per
+        subscriber (a flood of requests must not fill the table's disk with log lines)."""
+        self.stats["replay_refused"] += 1
+        retry = round(max(wait, 0.01), 3)
+        msg = (f"replay requests from this subscriber over {self.cfg.replay_rate:g} per second "
+               f"(burst {self.cfg.replay_burst}): ask again in {retry:g} s")
+        now = time.monotonic()
+        logged, since = self._refusals_logged.get(subscriber, (-1e9, 0))
+        if now - logged >= 10.0:
+            log.warning("bus: refused a replay request from subscriber %s: %s (%d more refused since the last "
+                        "report)", subscriber, msg, since)
+            logged, since = now, 0
+        else:
+            since += 1
+        self._refusals_logged[subscriber] = (logged, since)
+        if len(self._refusals_logged) > 1024:
+            self._refusals_logged.pop(next(iter(self._refusals_logged)))
+        try:
+            self._router.send_multipart([ident, REP_BUSY, json.dumps({"error": msg, "retry_after_s": retry}).encode()],
+                                        flags=zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass   # the subscriber's queue is full or it left; its request times out and it asks again
 
     def _prune(self, journal: Journal, store: AckStore) -> None:
         """Delete messages acknowledged by every allow-listed subscriber (at most once a

@@ -27,7 +27,7 @@ import zmq
 from bus import envelope as envmod
 from bus.config import BusConfig
 from bus.keys import key_files, load_curve_public, load_curve_secret, load_verify_key
-from bus.publisher import REP_BATCH, REP_ERROR, REQ_ACK, REQ_REPLAY, set_keepalive
+from bus.publisher import REP_BATCH, REP_BUSY, REP_ERROR, REQ_ACK, REQ_REPLAY, set_keepalive
 
 log = logging.getLogger("bus.subscriber")
 
@@ -41,6 +41,11 @@ def _parse_ts(text: str | None) -> datetime | None:
     except (TypeError, ValueError):
         return None
     return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+#: Longest wait a table's ``BUSY`` reply can impose before the next replay request (seconds): a
+#: holder of the table's CURVE key could otherwise stall a subscriber with one reply.
+BUSY_MAX_WAIT_S = 5.0
 
 
 class BusError(Exception):
@@ -85,7 +90,7 @@ class RollSubscriber:
         self.cfg = cfg
         self._on_alarm = on_alarm
         self.stats = {"delivered": 0, "duplicates": 0, "replay_requests": 0, "replayed": 0,
-                      "heartbeats": 0, "rejected": 0, "auth_failures": 0}
+                      "heartbeats": 0, "rejected": 0, "auth_failures": 0, "replay_busy": 0}
         self.rejections: dict[str, int] = {}
         kf_table = key_files(cfg.keys_dir, cfg.table_key)
         kf_sub = key_files(cfg.keys_dir, cfg.subscriber_key)
@@ -129,6 +134,8 @@ class RollSubscriber:
         same = resume_after is None or resume_after == int(self._get("last_applied") or 0)
         self._check: tuple[int, str] | None = (applied, stored_sig) if applied > 0 and stored_sig and same else None
         self._req_at: float | None = None  # time of the outstanding replay request
+        self._req_wait = cfg.replay_timeout_s  # seconds after _req_at before it is sent again
+        self._busy_logged = -1e9
         # nonces of the last replay requests: a batch header must carry one of them (a late
         # answer to an earlier request is fine; a header sent again later is not)
         self._nonces: collections.deque[str] = collections.deque(maxlen=8)
@@ -263,7 +270,7 @@ class RollSubscriber:
                 self.stats["delivered"] += 1
                 return env
             now = time.monotonic()
-            if self._head > self._contig and (self._req_at is None or now - self._req_at >= self.cfg.replay_timeout_s):
+            if self._head > self._contig and (self._req_at is None or now - self._req_at >= self._req_wait):
                 self._request_replay()
             remaining = deadline - now
             if remaining <= 0 and polled:
@@ -345,6 +352,7 @@ class RollSubscriber:
         except zmq.Again:
             pass
         self._req_at = time.monotonic()
+        self._req_wait = self.cfg.replay_timeout_s
         self.stats["replay_requests"] += 1
 
     def _stopped(self, code: str, details: dict, msg: str) -> BusError:
@@ -544,6 +552,28 @@ class RollSubscriber:
                         except Exception:
                             log.exception("bus alarm callback failed")
 
+    def _busy(self, payload: bytes) -> None:
+        """The table refused a replay request over this subscriber's rate: ask again after
+        the ``retry_after_s`` it gives (at most :data:`BUSY_MAX_WAIT_S`; ``replay_timeout_s``
+        if it gives none). Nothing is lost: the table keeps the messages in its journal.
+        Counted in ``stats["replay_busy"]``, logged at most every 10 s."""
+        self.stats["replay_busy"] += 1
+        try:
+            body = json.loads(payload.decode("utf-8"))
+            wait = body.get("retry_after_s") if isinstance(body, dict) else None
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            body, wait = None, None
+        if type(wait) not in (int, float) or wait != wait:    # absent, not a number, NaN
+            wait = self.cfg.replay_timeout_s
+        wait = min(max(float(wait), 0.0), BUSY_MAX_WAIT_S)
+        now = time.monotonic()
+        if now - self._busy_logged >= 10.0:
+            self._busy_logged = now
+            log.info("bus: the table asks this subscriber to wait %.3g s before its next replay request: %s",
+                     wait, str(body.get("error") if isinstance(body, dict) else payload[:200])[:300])
+        if self._req_at is not None:   # a request is outstanding: it is sent again after the wait
+            self._req_at, self._req_wait = now, float(wait)
+
     def _replay_header(self, wire: bytes) -> dict | None:
         """The body of a replay batch's header (a signed envelope of topic
         :data:`bus.envelope.REPLAY_HEADER`), or None when it is rejected (logged, counted):
@@ -569,11 +599,14 @@ class RollSubscriber:
                 frames = self._dealer.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            if not frames or frames[0] not in (REP_BATCH, REP_ERROR) or len(frames) < 2:
+            if not frames or frames[0] not in (REP_BATCH, REP_ERROR, REP_BUSY) or len(frames) < 2:
                 self._reject("malformed", "replay: unexpected reply")
                 continue
             if frames[0] == REP_ERROR:
                 log.warning("bus: table refused a request: %s", bytes(frames[1][:300]).decode("utf-8", "replace"))
+                continue
+            if frames[0] == REP_BUSY:
+                self._busy(frames[1])
                 continue
             header = self._replay_header(frames[1])
             if header is None:

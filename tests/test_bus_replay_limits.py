@@ -1,5 +1,5 @@
-"""Roll bus resource limits: replay replies bounded in messages and bytes, sent without
-blocking the table's background thread.
+"""Roll bus resource limits: replay requests rate-limited per subscriber key, replay replies
+bounded in messages and bytes and sent without blocking the table's background thread.
 Loopback / ipc only; every loop is bounded in count and time."""
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import zmq
 from bus import envelope as envmod
 from bus.config import BusConfig
 from bus.journal import Journal
-from bus.keys import key_files, load_signing_key
+from bus.keys import authorize, generate_keys, key_files, load_signing_key
 from bus.publisher import REPLY_MAX_BYTES, RollPublisher
+from bus.ratelimit import PeerRateLimiter
 from bus.subscriber import RollSubscriber
 
 from test_bus_adversarial import _client
@@ -71,6 +72,51 @@ def _catch_up(sub: RollSubscriber, n: int, timeout_s: float) -> list[int]:
 
 
 # -- the table's replay server ---------------------------------------------------------------------
+def test_the_rate_limiter_refills_at_its_rate_up_to_its_burst():
+    now = [100.0]
+    lim = PeerRateLimiter(2.0, 3, clock=lambda: now[0])
+    assert [lim.take("a") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert lim.take("a") == 0.5            # empty: one token in 1 / 2 s
+    assert lim.take("b") == 0.0            # another peer has its own bucket
+    now[0] += 0.25
+    assert lim.take("a") == 0.25           # half a token back
+    now[0] += 60.0
+    assert [lim.take("a") for _ in range(4)] == [0.0, 0.0, 0.0, 0.5]   # refilled to the burst, not past it
+
+
+def test_replay_requests_over_the_rate_are_refused_busy_per_subscriber_key(tmp_path: Path):
+    """An allow-listed subscriber asks for the same big replay again and again: the table
+    answers ``replay_burst`` of them, then refuses with ``BUSY`` naming the limit and when to
+    ask again, without reading its journal; another subscriber key is still served. Before,
+    every request was answered with a full batch (here 10 x 500 envelopes)."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5, replay_rate=1.0, replay_burst=3)
+    _fill(cfg, 600)
+    generate_keys(cfg.keys_dir, "audit")
+    authorize(key_files(cfg.keys_dir, "audit").curve_public, cfg.allow_dir)
+    with RollPublisher(cfg) as pub:
+        ctx = zmq.Context()
+        try:
+            flood = _client(ctx, cfg, zmq.DEALER)
+            flood.connect(cfg.replay_endpoint)
+            for i in range(10):
+                flood.send_multipart([b"REPLAY", json.dumps({"from": 1, "nonce": f"n{i}"}).encode()])
+            replies = _replies(flood, 10)
+            assert [r[0] for r in replies] == [b"BATCH"] * 3 + [b"BUSY"] * 7
+            assert [len(r) - 2 for r in replies[:3]] == [500] * 3
+            busy = json.loads(replies[3][1])
+            assert "over 1 per second (burst 3)" in busy["error"]
+            assert 0 < busy["retry_after_s"] <= 1.0
+            assert pub.stats["replay_refused"] == 7 and pub.stats["replayed"] == 1500
+            other = _client(ctx, cfg, zmq.DEALER, key="audit")
+            other.connect(cfg.replay_endpoint)
+            other.send_multipart([b"REPLAY", b'{"from": 590}'])
+            (reply,) = _replies(other, 1)
+            assert reply[0] == b"BATCH" and len(reply) == 2 + 11
+            assert pub.publish("roll", {"n": 601})["seq"] == 601        # the table goes on
+        finally:
+            ctx.destroy(0)
+
+
 def test_a_replay_reply_is_bounded_in_envelopes_asked_for_and_in_bytes(tmp_path: Path):
     """A reply carries at most the ``max`` envelopes the subscriber asks for and at most
     ``REPLY_MAX_BYTES`` of envelopes (always one): 40 envelopes of 200 KiB are 8 MiB, and the
@@ -99,11 +145,28 @@ def test_a_replay_reply_is_bounded_in_envelopes_asked_for_and_in_bytes(tmp_path:
             assert sub.stats["replay_requests"] >= 4 and sub.rejections == {}
 
 
+def test_a_catch_up_of_20000_journalled_rolls_completes_under_the_rate_limit(tmp_path: Path):
+    """Settlement comes back after a long outage with 20,000 rolls journalled: it pages through
+    them (500 per reply) and, refused ``BUSY`` past the table's rate, asks again when told;
+    every roll is delivered once, in order, nothing rejected."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.2, replay_rate=4.0, replay_burst=2)
+    _fill(cfg, 20_000)
+    with RollPublisher(cfg) as pub, RollSubscriber(cfg, tmp_path / "s.sqlite", resume_after=0) as sub:
+        got = _catch_up(sub, 20_000, timeout_s=90)
+        assert got == list(range(1, 20_001))
+        assert sub.rejections == {} and sub.stats["duplicates"] <= 500
+        assert sub.stats["replay_busy"] >= 1 and pub.stats["replay_refused"] >= sub.stats["replay_busy"]
+        assert pub.stats["replayed"] <= 20_000 + 500
+        pub.publish("roll", {"n": 20_001})
+        assert _catch_up(sub, 1, timeout_s=5) == [20_001]
+
+
 def test_a_subscriber_that_asks_and_never_reads_does_not_stall_the_table(tmp_path: Path):
     """A subscriber sends replay requests and never reads the replies: once its queue is full
     the table drops the replies (it would ask again) instead of blocking its background
     thread, which sends the heartbeats and serves every other subscriber."""
-    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.1, hwm=1, replay_batch=50)
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.1, hwm=1, replay_batch=50,
+                          replay_rate=10_000, replay_burst=10_000)
     _fill(cfg, 50, body_bytes=4096)
     with RollPublisher(cfg) as pub:
         ctx = zmq.Context()
