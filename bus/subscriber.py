@@ -48,6 +48,28 @@ def _parse_ts(text: str | None) -> datetime | None:
 BUSY_MAX_WAIT_S = 5.0
 
 
+def _recv_bounded(sock: zmq.Socket, max_frames: int) -> tuple[list[bytes] | None, int]:
+    """Receive one message without blocking, keeping at most ``max_frames`` frames.
+
+    Returns ``(frames, n)``: ``n`` the number of frames the message had, ``frames`` ``None``
+    when ``n > max_frames`` (the frames past the limit are read and dropped at once, never
+    kept, so the socket is at the start of the next message). Each frame is at most
+    ``ZMQ_MAXMSGSIZE`` bytes (set on the socket); ZeroMQ itself does not limit the count.
+
+    Raises:
+        zmq.Again: no message is waiting.
+    """
+    frames = [sock.recv(zmq.NOBLOCK)]
+    n = 1
+    while sock.getsockopt(zmq.RCVMORE):   # the parts of a message arrive together: never blocks
+        n += 1
+        if n <= max_frames:
+            frames.append(sock.recv())
+        else:
+            sock.recv(copy=False)            # dropped: not copied into a bytes object
+    return (frames if n <= max_frames else None), n
+
+
 class BusError(Exception):
     """The bus cannot deliver in order: the table no longer holds messages this subscriber
     needs, or the table's journal was replaced. Needs an operator."""
@@ -78,6 +100,11 @@ class RollSubscriber:
             (``synchronous=NORMAL``), which halves the disk flushes on settlement's side.
         on_alarm: ``callback(code, details)`` for ``"rejected"`` (bad signature, unknown table,
             malformed, foreign journal) and ``"gap_lost"``.
+
+    Its sockets take frames of at most ``bus.envelope.MAX_ENVELOPE_BYTES`` (ZMQ_MAXMSGSIZE:
+    ZeroMQ drops a connection that sends a larger one; the subscriber reconnects and replays)
+    and messages of the expected number of frames only (live: 2; a replay batch: 2 +
+    ``cfg.replay_batch``, what it asks for): another is rejected, ``malformed``, naming it.
     Raises:
         bus.keys.BusKeyError: a key file is missing; sqlite3.DatabaseError: bad state file.
     """
@@ -212,6 +239,9 @@ class RollSubscriber:
     def _client_socket(self, kind: int, server_public: bytes, public: bytes, secret: bytes) -> zmq.Socket:
         s = self._ctx.socket(kind)
         s.setsockopt(zmq.LINGER, 0)  # nothing to flush at close: acks are re-sent on reconnection
+        # no frame from the table is larger than an envelope: ZeroMQ drops a connection that
+        # sends one (the live stream reconnects, and what it missed is replayed)
+        s.setsockopt(zmq.MAXMSGSIZE, envmod.MAX_ENVELOPE_BYTES)
         set_keepalive(s)
         s.curve_serverkey = server_public
         s.curve_publickey = public
@@ -477,11 +507,11 @@ class RollSubscriber:
     def _drain_live(self) -> None:
         for _ in range(1000):
             try:
-                frames = self._sub.recv_multipart(zmq.NOBLOCK)
+                frames, n = _recv_bounded(self._sub, 2)
             except zmq.Again:
                 return
-            if len(frames) != 2:
-                self._reject("malformed", f"live: {len(frames)} frames")
+            if frames is None or n != 2:
+                self._reject("malformed", f"live: a message of {n} frame(s), not 2 (topic, envelope)")
                 continue
             env = self._accept(frames[1], "live")
             if env is None:
@@ -531,9 +561,16 @@ class RollSubscriber:
             which = "replay" if mon is self._mon_dealer else "live"
             if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 log.info("bus: %s connection to table %s authenticated", which, self.cfg.table_id)
+                self._retry_at.pop(which, None)   # connected again: no re-connect due
                 if mon is self._mon_dealer:
                     self._request_replay()
                     self._send_ack()
+            elif kind == zmq.EVENT_DISCONNECTED:
+                # libzmq reconnects by itself after a lost connection, but not after a protocol
+                # error, e.g. a frame over ZMQ_MAXMSGSIZE: that endpoint would stay silent for
+                # good. Re-connect it in AUTH_RETRY_S unless it is authenticated again by then.
+                log.info("bus: %s connection to table %s lost", which, self.cfg.table_id)
+                self._retry_at.setdefault(which, time.monotonic() + self.AUTH_RETRY_S)
             elif kind in (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
                           zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL):
                 self.stats["auth_failures"] += 1
@@ -594,18 +631,24 @@ class RollSubscriber:
         return body
 
     def _drain_replay(self) -> None:
+        limit = 2 + self.cfg.replay_batch   # BATCH, header, at most the replay_batch envelopes asked for
         for _ in range(100):
             try:
-                frames = self._dealer.recv_multipart(zmq.NOBLOCK)
+                frames, n = _recv_bounded(self._dealer, limit)
             except zmq.Again:
                 return
-            if not frames or frames[0] not in (REP_BATCH, REP_ERROR, REP_BUSY) or len(frames) < 2:
-                self._reject("malformed", "replay: unexpected reply")
+            if frames is None:
+                self._reject("malformed", f"replay: a reply of {n} frames, more than {limit} (BATCH, header and "
+                                          f"the {self.cfg.replay_batch} envelopes asked for at most)")
+                continue     # the request is sent again after replay_timeout_s
+            kind = frames[0]
+            if kind not in (REP_BATCH, REP_ERROR, REP_BUSY) or n < 2 or (kind != REP_BATCH and n != 2):
+                self._reject("malformed", f"replay: unexpected reply {kind[:16]!r} of {n} frame(s)")
                 continue
-            if frames[0] == REP_ERROR:
+            if kind == REP_ERROR:
                 log.warning("bus: table refused a request: %s", bytes(frames[1][:300]).decode("utf-8", "replace"))
                 continue
-            if frames[0] == REP_BUSY:
+            if kind == REP_BUSY:
                 self._busy(frames[1])
                 continue
             header = self._replay_header(frames[1])

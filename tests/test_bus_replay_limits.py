@@ -1,5 +1,5 @@
 """Roll bus resource limits: replay requests rate-limited per subscriber key, replay replies
-bounded in messages and bytes and sent without blocking the table's background thread.
+bounded in messages and bytes, the subscriber's sockets bounded in frame size and frame count.
 Loopback / ipc only; every loop is bounded in count and time."""
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from pathlib import Path
 import zmq
 
 from bus import envelope as envmod
-from bus.config import BusConfig
+from bus.config import BusConfig, free_tcp_ports
 from bus.journal import Journal
-from bus.keys import authorize, generate_keys, key_files, load_signing_key
+from bus.keys import authorize, generate_keys, key_files, load_curve_secret, load_signing_key
 from bus.publisher import REPLY_MAX_BYTES, RollPublisher
 from bus.ratelimit import PeerRateLimiter
 from bus.subscriber import RollSubscriber
 
-from test_bus_adversarial import _client
+from test_bus_adversarial import _client, _fake_xpub
 
 
 def _fill(cfg: BusConfig, n: int, body_bytes: int = 0) -> list[bytes]:
@@ -188,3 +188,145 @@ def test_a_subscriber_that_asks_and_never_reads_does_not_stall_the_table(tmp_pat
             assert reply[0] == b"BATCH" and len(reply) == 3
         finally:
             ctx.destroy(0)
+
+
+# -- the subscriber's sockets ------------------------------------------------------------------
+def _live_through_attacker(tmp_path: Path):
+    """A real table with rolls 1, 2 journalled, and a subscriber config whose live endpoint is
+    an attacker's XPUB holding the table's CURVE key (its replay endpoint is the real table's).
+    Returns ``(cfg, subscriber cfg)``."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5, replay_timeout_s=0.3)
+    _fill(cfg, 2)
+    (port,) = free_tcp_ports(1)
+    return cfg, cfg.model_copy(update={"pub_endpoint": f"tcp://127.0.0.1:{port}"})
+
+
+def _publish_3_and_4(pub: RollPublisher) -> bytes:
+    """The table publishes rolls 3 and 4 (on its own live endpoint, which the subscriber does
+    not hear); returns roll 4's wire bytes as journalled."""
+    pub.publish("roll", {"n": 3})
+    pub.publish("roll", {"n": 4})
+    j = Journal(pub.cfg.journal_path, readonly=True)
+    try:
+        ((seq, wire),) = j.read_from(4, 1)
+    finally:
+        j.close()
+    return wire
+
+
+def _deliver(sub: RollSubscriber, n: int, timeout_s: float) -> list[int]:
+    got: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < n and time.monotonic() < deadline:
+        env = sub.receive(0.1)
+        if env is not None:
+            got.append(env["seq"])
+    return got
+
+
+def test_live_messages_of_another_frame_count_are_refused_named_and_the_stream_goes_on(tmp_path: Path):
+    """On the live stream, a message of 3 frames and one of 20,000 frames (sent by a holder of
+    the table's CURVE key) are rejected, ``malformed``, naming the count; the frames past the
+    second are not kept. The next genuine roll (4) is delivered after the gap before it (3)
+    is replayed from the table. Before, the rejection did not say what was expected, and all
+    20,000 frames were taken into memory first."""
+    cfg, sub_cfg = _live_through_attacker(tmp_path)
+    with RollPublisher(cfg) as pub:
+        ctx = zmq.Context()
+        x = _fake_xpub(ctx, sub_cfg)
+        try:
+            alarms: list = []
+            with RollSubscriber(sub_cfg, tmp_path / "s.sqlite", on_alarm=lambda c, d: alarms.append(d)) as sub:
+                assert x.poll(5000) and x.recv()[:1] == b"\x01"
+                assert _deliver(sub, 2, timeout_s=5) == [1, 2]
+                roll4 = _publish_3_and_4(pub)
+                x.send_multipart([b"roll", roll4, b"extra"])
+                x.send_multipart([b"roll"] + [b"f"] * 19_999)
+                x.send_multipart([b"roll", roll4])
+                assert _deliver(sub, 2, timeout_s=5) == [3, 4]
+                assert sub.rejections == {"malformed": 2}
+                details = [d["detail"] for d in alarms]
+                assert details == ["live: a message of 3 frame(s), not 2 (topic, envelope)",
+                                   "live: a message of 20000 frame(s), not 2 (topic, envelope)"]
+        finally:
+            x.close(0)
+            ctx.term()
+
+
+def test_a_live_frame_over_the_envelope_limit_drops_the_connection_and_nothing_is_lost(tmp_path: Path):
+    """A frame larger than any envelope (``MAX_ENVELOPE_BYTES``) on the live stream: ZeroMQ drops
+    that connection (ZMQ_MAXMSGSIZE on the subscriber's sockets) instead of taking it into
+    memory; the subscriber reconnects, and the next genuine roll (4) is delivered after the
+    gap before it (3) is replayed. Before, the subscriber took the whole 8 MiB frame in and
+    then rejected it."""
+    cfg, sub_cfg = _live_through_attacker(tmp_path)
+    with RollPublisher(cfg) as pub:
+        ctx = zmq.Context()
+        x = _fake_xpub(ctx, sub_cfg)
+        try:
+            with RollSubscriber(sub_cfg, tmp_path / "s.sqlite") as sub:
+                for sock in (sub._sub, sub._dealer):
+                    assert sock.getsockopt(zmq.MAXMSGSIZE) == envmod.MAX_ENVELOPE_BYTES
+                assert x.poll(5000) and x.recv()[:1] == b"\x01"
+                assert _deliver(sub, 2, timeout_s=5) == [1, 2]
+                roll4 = _publish_3_and_4(pub)
+                x.send_multipart([b"roll", b" " * (8 * envmod.MAX_ENVELOPE_BYTES)])
+                rejoined = False
+                deadline = time.monotonic() + 5
+                while not rejoined and time.monotonic() < deadline:
+                    sub.receive(0.05)                            # the subscriber reconnects meanwhile
+                    rejoined = bool(x.poll(50)) and x.recv()[:1] == b"\x01"
+                assert rejoined
+                x.send_multipart([b"roll", roll4])
+                assert _deliver(sub, 2, timeout_s=5) == [3, 4]
+                assert sub.rejections == {}
+        finally:
+            x.close(0)
+            ctx.term()
+
+
+def test_a_replay_reply_with_more_envelopes_than_asked_for_is_refused_and_asked_again(tmp_path: Path):
+    """A replay server holding the table's CURVE key answers with more envelopes than the
+    subscriber asked for (``replay_batch`` 2; here a genuine header and all 3 rolls): the
+    reply is rejected, ``malformed``, naming the frame count; the request is sent again and
+    the table's proper answers deliver 1, 2, 3. Before, any number of frames was taken."""
+    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5)
+    rolls = _fill(cfg, 3)
+    (port,) = free_tcp_ports(1)
+    sub_cfg = cfg.model_copy(update={"replay_endpoint": f"tcp://127.0.0.1:{port}", "replay_batch": 2,
+                                     "replay_timeout_s": 0.3})
+    with RollPublisher(cfg):
+        ctx = zmq.Context()
+        r = ctx.socket(zmq.ROUTER)
+        r.setsockopt(zmq.LINGER, 0)
+        r.curve_publickey, r.curve_secretkey = load_curve_secret(key_files(cfg.keys_dir, cfg.table_key).curve_secret)
+        r.curve_server = True
+        r.bind(sub_cfg.replay_endpoint)
+        table = _client(ctx, cfg, zmq.DEALER)
+        table.connect(cfg.replay_endpoint)
+        try:
+            with RollSubscriber(sub_cfg, tmp_path / "s.sqlite") as sub:
+                forwarded, got = 0, []
+                deadline = time.monotonic() + 10
+                while len(got) < 3 and time.monotonic() < deadline:
+                    env = sub.receive(0.05)
+                    if env is not None:
+                        got.append(env["seq"])
+                    if r.poll(0):
+                        ident, kind, req = r.recv_multipart()
+                        if kind != b"REPLAY":
+                            continue
+                        asked = json.loads(req)
+                        if forwarded == 0:
+                            assert asked["max"] == 2
+                            asked["max"] = 3           # the first answer: more than asked for
+                        table.send_multipart([kind, json.dumps(asked).encode()])
+                        assert table.poll(5000)
+                        r.send_multipart([ident] + table.recv_multipart())
+                        forwarded += 1
+                assert got == [1, 2, 3]
+                assert sub.rejections.get("malformed") == 1 and forwarded >= 3
+        finally:
+            table.close(0)
+            r.close(0)
+            ctx.term()
