@@ -1,0 +1,197 @@
+"""The table service's commands from other threads: the boxperson command socket, the
+firmware bridge's inputs, a rig technician.
+
+:class:`TableCommands` is a part of :class:`controller.service.TableService` (its base class):
+another thread hands an event to :meth:`TableCommands.post`; the service thread applies it before
+its next frame and at every health tick (:meth:`TableCommands._drain_inbox`), publishes what it
+changed and raises a ``command-refused`` alarm for what it refuses. The events:
+
+- ``shooter-button``: the shooter passes the dice (9 NYCRR 5324.52(i)(1), (i)(3);
+  N.J.A.C. 13:69F-1.11(a), (c));
+- ``decide-only``: rolls only to decide the remaining come and don't come wagers (9 NYCRR
+  5324.52(i)(2); N.J.A.C. 13:69F-1.11(b));
+- ``no-roll``: a person calls "no roll" on the throw in progress (9 NYCRR 5324.52(k)(2),
+  (k)(3), (k)(5)(i));
+- ``link``: the microcontroller link went down or came back.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+from datetime import datetime, timezone
+
+from controller.game import GameState, new_shooter, set_decide_only
+from controller.lifecycle import CLEARING, IN_MOTION
+from controller.policy import Action
+from controller.reasons import STAFF_CALL_REASONS, Reason
+
+log = logging.getLogger("controller.service")
+
+#: The staff calls 9 NYCRR 5324.52(k)(3) asks to be made before both dice come to rest:
+#: (k)(2)(i), (ii) and (vi).
+_CALLED_BEFORE_REST = frozenset({Reason.DICE_NOT_SIMULTANEOUS, Reason.FAR_WALL_MISSED, Reason.IMPROPER_THROW})
+
+
+class TableCommands:
+    """The command handling of :class:`controller.service.TableService` (see the module
+    docstring); it uses the service's inbox, store, lifecycle, round driver and publisher."""
+
+    def post(self, event: str, **details) -> None:
+        """Hand the service an event from another thread (the firmware bridge's dispatch
+        thread, the boxperson command socket); it is applied before the next frame, except a
+        shooter change or ``"decide-only"``, held until the throw in progress is decided
+        (:meth:`_drain_inbox`). Events:
+        ``"shooter-button"`` (the shooter passes the dice: :meth:`relinquish`), ``"decide-only"``
+        with ``on`` and ``who`` (:meth:`decide_only`; refused with a ``command-refused`` alarm
+        while a point is on), ``"no-roll"`` with ``reason``, ``who`` and ``console``
+        (:meth:`call_no_roll`; refused with a ``command-refused`` alarm when no throw is in
+        progress), ``"link"`` with ``up`` and ``reason`` (the microcontroller link: a
+        fault and an alarm while it is down)."""
+        self._inbox.put((event, details))
+
+    def _throw_undecided(self) -> bool:
+        """A throw is in motion, or its boxperson call is still open: the roll is the current
+        shooter's until it is decided."""
+        if self.lifecycle.phase == IN_MOTION:
+            return True
+        last = self.store.verdicts(1)
+        return bool(last) and last[-1].get("verdict") == "boxperson"
+
+    def _drain_inbox(self) -> None:
+        """Apply the posted events in order. A shooter change or the start or end of rolls
+        only to decide come wagers waits until the throw in progress is decided: the shooter
+        may pass the dice "after any roll" (9 NYCRR 5324.52(i)(1); N.J.A.C. 13:69F-1.11(a)),
+        and a roll is published as the shooter's who threw it."""
+        while self._deferred and not self._throw_undecided():
+            self._apply_event(*self._deferred.popleft())
+        while True:
+            try:
+                event, details = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if event in ("shooter-button", "decide-only") and (self._deferred or self._throw_undecided()):
+                log.info("%s held until the throw in progress is decided", event)
+                self._deferred.append((event, details))
+                continue
+            self._apply_event(event, details)
+
+    def _apply_event(self, event: str, details: dict) -> None:
+        """Apply one event of :meth:`post`."""
+        if event == "shooter-button":
+            log.info("shooter button: the shooter passes the dice")
+            try:
+                self.relinquish()
+            except ValueError as exc:
+                log.warning("shooter button refused: %s", exc)
+                self._publish("alarm", {"code": "command-refused", "message": f"shooter-button: {exc}"[:500]})
+        elif event == "no-roll":
+            try:
+                self.call_no_roll(str(details.get("reason")), str(details.get("who") or ""),
+                                  console=details.get("console"))
+            except ValueError as exc:
+                log.warning("no-roll call from %s refused: %s", details.get("who"), exc)
+                self._publish("alarm", {"code": "command-refused", "message": f"no-roll: {exc}"[:500]})
+        elif event == "decide-only":
+            try:
+                self.decide_only(bool(details.get("on")))
+                log.info("rolls only to decide come/don't come wagers %s (%s, console %s)",
+                         "start" if details.get("on") else "end", details.get("who"), details.get("console"))
+            except ValueError as exc:
+                log.warning("decide-only from %s refused: %s", details.get("who"), exc)
+                self._publish("alarm", {"code": "command-refused", "message": f"decide-only: {exc}"[:500]})
+        elif event == "link":
+            if details.get("up"):
+                self._clear_fault("bridge")
+            else:
+                self._raise_fault("bridge", f"firmware link down: {details.get('reason') or 'no reason given'}")
+        else:
+            log.warning("unknown service event %r ignored", event)
+
+    def relinquish(self, compulsory: bool = False) -> GameState:
+        """The shooter passes the dice (voluntary) or is ordered to (compulsory): the next
+        shooter takes over; published as a ``"state"`` message (``event: "new-shooter"``).
+        9 NYCRR 5324.52(i)(1), (i)(3); N.J.A.C. 13:69F-1.11(a), (c).
+
+        Raises:
+            ValueError: a voluntary change while a point is pending where the profile passes
+                the dice only "on completion of a decision" (``shooter_change = "decision"``:
+                9 NYCRR 4620.3(c)(5), N.J.A.C. 13:47-20.25(g)6); nothing changed. A shooter who
+                has not thrown yet may always pass: "Any player may ... refuse to shoot in the
+                player's turn, and pass the dice to the next player" (4620.3(c)(6); N.J.A.C.
+                13:47-20.25(g)7), e.g. after a compulsory change while a point is pending.
+        """
+        state = self.store.state
+        if not compulsory and self.shooter_change == "decision" and state.point is not None \
+                and state.shooter_roll > 0:
+            raise ValueError(f"the shooter passes the dice on completion of a decision, not while the point "
+                             f"{state.point} is pending (9 NYCRR 4620.3(c)(5); N.J.A.C. 13:47-20.25(g)6)")
+        state = new_shooter(state)
+        self.store.commit(state, None)
+        self._publish("state", {"event": "new-shooter", "cause": "compulsory" if compulsory else "voluntary",
+                                "game": self._game_json(state)})
+        return state
+
+    def call_no_roll(self, reason: str, who: str, *, console: str | None = None) -> None:
+        """The boxperson or stickperson calls "no roll" on the throw in progress (9 NYCRR
+        5324.52(k)(2), (k)(5)(i); made, whenever possible, before both dice come to rest,
+        (k)(3)): the throw's verdict is then a no roll with ``reason`` whatever the camera sees
+        (what it found is kept in ``irregularities``), and the roll message's ``called`` names
+        who called it (``who``, ``console``, ``at_utc``). For what a person sees and the camera
+        cannot judge: dice not leaving the hand together ((k)(2)(i); the camera sees a die
+        entering well after the other only, and sends that to the boxperson), a cheating device
+        ((k)(2)(v)), any other improper throw ((k)(2)(vi)), a die that missed the far end
+        ((k)(2)(ii)), or a die that left the table and came back onto it (``die-off-table``: the
+        roll "shall be invalid whenever either die leaves ... the table", (k)(1); the camera
+        judges only where the dice come to rest).
+
+        Args:
+            reason: a code of :data:`controller.reasons.STAFF_CALL_REASONS`.
+            who: the caller's name (required).
+            console: the CURVE key the command socket authenticated the caller by, if any.
+
+        Raises:
+            ValueError: an unknown reason or no name; a reason the policy reads rather than
+                voids (``far-wall-missed`` under ny-4620 and nj-13-47); no throw in progress (the
+                dice are not moving, or the throw was already decided): nothing is changed.
+        """
+        codes = [r.value for r in STAFF_CALL_REASONS]
+        if reason not in codes:
+            raise ValueError(f"reason {reason!r} cannot be called; one of: {', '.join(codes)}")
+        from controller.boxperson import check_who
+
+        who = check_who(who)   # DecisionError (a ValueError): empty, too long, control characters
+        if self.policy.action(Reason(reason)) is Action.READ:
+            # e.g. far-wall-missed under 9 NYCRR 4620.3 or N.J.A.C. 13:47-20.25: the game's
+            # rules do not void such a throw, so a person cannot call it void for it either
+            raise ValueError(f"the policy {self.policy.name} reads a throw with {reason}: it is not a no roll here")
+        if self.lifecycle.phase not in (IN_MOTION, CLEARING):
+            if Reason(reason) in _CALLED_BEFORE_REST:
+                raise ValueError(f"no throw in progress (phase {self.lifecycle.phase}): a no roll for {reason} is "
+                                 "called, whenever possible, before both dice come to rest, 9 NYCRR 5324.52(k)(3)")
+            # (k)(1) and (k)(2)(v) set no time, but the throw's verdict is already published and
+            # settled: the table service does not take a roll back
+            raise ValueError(f"no throw in progress (phase {self.lifecycle.phase}): the last throw's verdict is "
+                             f"already published; the table service calls a no roll for {reason} "
+                             f"({Reason(reason).citation}) only on a throw in progress and does not undo a "
+                             "published roll")
+        if self._called is not None:
+            log.info("no-roll call on the throw in progress replaced: %s by %s", self._called["reason"],
+                     self._called["who"])
+        self._called = {"reason": reason, "who": who.strip(), "console": console,
+                        "at_utc": datetime.now(timezone.utc).isoformat()}
+        log.info("no roll called on the throw in progress: %s by %s%s", reason, who.strip(),
+                 f" (console {console})" if console else "")
+
+    def decide_only(self, on: bool) -> GameState:
+        """The boxperson starts (``on``) or ends the rolls made only to decide the remaining come
+        and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)): no point is set
+        while they last, and a 7 ends them. Published as a ``"state"`` message (``event:
+        "decide-only"``, ``on``).
+
+        Raises:
+            ValueError: started while a point is established (nothing changed or published).
+        """
+        state = set_decide_only(self.store.state, on)
+        self.store.commit(state, None)
+        self._publish("state", {"event": "decide-only", "on": bool(on), "game": self._game_json(state)})
+        return state
