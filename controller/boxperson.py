@@ -26,28 +26,22 @@ Command protocol (JSON objects over a ZeroMQ REP socket; one reply per request):
     {"cmd": "evidence", "roll_id": "..."}    -> {"ok": true, "png_b64": "..."}
     {"cmd": "decide-only", "on": true, "who": "ann"}   -> {"ok": true, "queued": "decide-only"}
     {"cmd": "no-roll", "reason": "dice-not-simultaneous", "who": "ann"} -> {"ok": true, "queued": "no-roll"}
-    reply: {"ok": true, "decision": {...}}  or  {"ok": false, "error": "what is wrong"}
+    reply: {"ok": true, "decision": {...}, "committed": {"roll_id": ..., "published": true}}
+           or {"ok": false, "error": "what is wrong"}
+           or {"ok": false, "pending": true, "error": "not confirmed: ..."}
 
-``decide-only``: the boxperson starts (``on``) or ends the rolls made only to decide the
-remaining come and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)). It is
-handed to the table service (``table_command``), which applies it before the next frame and
-publishes it (``state`` message ``decide-only``), or refuses it with a ``command-refused``
-alarm (a point is on).
-
-``no-roll``: the boxperson or stickperson calls "no roll" on the throw in progress (9 NYCRR
-5324.52(k)(2), (k)(5)(i); whenever possible before both dice come to rest, (k)(3)), for what a
-person sees and the camera cannot judge, or judges only where it clearly can (the camera's
-``dice-not-simultaneous`` comes to the boxperson as a call, controller/release.py):
-``dice-not-simultaneous`` ((k)(2)(i)),
-``far-wall-missed`` ((k)(2)(ii)), ``cheating-device`` ((k)(2)(v)), ``improper-throw``
-((k)(2)(vi)). The table service makes that throw's verdict a no roll with the reason, or
-refuses the call with a ``command-refused`` alarm when no throw is in progress.
-
-With CURVE keys (:class:`CurveServerKeys`, the bus's key files, bus/keys.py; the table
-service's ``[boxperson] curve = true``) the socket is encrypted, only consoles whose public
-certificate is in the allow-list may connect, and each decision records the console's public
-key (``console``) beside the name it gives. Without CURVE any process that reaches the socket
-may answer a call, so the service binds such a socket only on loopback or ipc://.
+``decide`` on the table service's socket (``craps-table run``: ``confirm_s`` =
+:data:`CONFIRM_S`): the reply waits until the service has committed the decision's verdict to
+its state store (controller/handoff.py ``CommitWaits``; the service applies decisions at every
+frame and health tick), so an answer replied ``ok: true`` survives a crash right after it (it
+is published from the store's outbox at the restart if the bus had not taken it yet;
+``committed.published`` says which). The registry closes the call when it takes the answer,
+so the answer is never withdrawn: when the service does not confirm within ``confirm_s`` the
+reply is ``ok: false`` with ``pending: true`` (taken, not yet committed: the service applies it
+when it next runs; if it dies first, the call is opened again at its restart). An answer the
+service then cannot apply (the round driver no longer waits on the call) is replied ``ok:
+false`` naming why. Without ``confirm_s`` (a registry standing alone, in-process callers) the
+reply is sent at once, as before.
 """
 from __future__ import annotations
 
@@ -64,6 +58,8 @@ from typing import Callable, Sequence
 import cv2
 import numpy as np
 import zmq
+
+from controller.handoff import COMMITTED, REFUSED, CommitWaits
 
 log = logging.getLogger("controller.boxperson")
 
@@ -87,6 +83,10 @@ MAX_WHO_CHARS = 100
 #: the largest command the command socket reads (bytes, ZMQ_MAXMSGSIZE): a larger one drops
 #: the sender's connection, unanswered.
 REQUEST_MAX_BYTES = 64 * 1024
+#: seconds the table service's command socket waits for the service to confirm an answer's
+#: commit (:func:`handle_request` ``confirm_s``): the service acts at
+#: its next frame or tick (<= 0.1 s apart); below ``craps-table decide --timeout`` (5 s)
+CONFIRM_S = 2.0
 
 
 class DecisionError(ValueError):
@@ -229,6 +229,9 @@ class CallRegistry:
         self._calls: dict[str, BoxpersonCall] = {}
         self._decided: dict[str, Decision] = {}
         self._why: dict[str, str] = {}   # roll id of a call superseded -> why it was closed
+        #: the answers' commits, waited on by the command socket (controller/handoff.py)
+        self.commits = CommitWaits()
+        self._closed: str | None = None   # why answers are no longer taken (:meth:`close_answers`)
         self._lock = threading.Lock()
         # one decision step at a time (answer, expire, supersede), its on_decision included:
         # an answer is handed over before a supersession closes the call, or refused after it
@@ -287,7 +290,11 @@ class CallRegistry:
             DecisionError: no name (or one :func:`check_who` refuses, or a reserved one:
                 ``"timeout"``, ``"superseded"``), both or neither of dice/void, bad values, no
                 pending call for ``roll_id`` (already decided, timed out, superseded by a later
-                verdict, or never opened).
+                verdict, or never opened), or the table service is stopping
+                (:meth:`close_answers`).
+
+        Each answer taken gets a slot in :attr:`commits` before it is handed over, which the
+        table service settles once the decision's verdict is committed.
         """
         who = check_who(who or "")
         if who.lower() in RESERVED_WHO:
@@ -299,6 +306,8 @@ class CallRegistry:
             raise DecisionError("give either the dice (a value for each die) or void, not both or neither")
         values = None if void else check_dice(dice)
         with self._gate:
+            if self._closed is not None:
+                raise DecisionError(f"roll {roll_id}: answer not taken: {self._closed}")
             now = self.clock()
             # one reading of the clock: an answer at or after the deadline finds the call void
             self.expire(now)
@@ -319,8 +328,16 @@ class CallRegistry:
                                     self.wall_clock().isoformat(), now - call.opened, console)
                 del self._calls[roll_id]
                 self._decided[roll_id] = decision
+            self.commits.expect(roll_id)
             self._done(decision)
         return decision
+
+    def close_answers(self, why: str) -> None:
+        """Take no more answers (the table service is stopping: ``TableService.close``); an
+        answer after this is refused with ``why``. One step with :meth:`answer` (the gate): an
+        answer taken before it is already handed over, so the service still commits it."""
+        with self._gate:
+            self._closed = str(why)
 
     def supersede(self, roll_id: str | None = None, *, why: str = "") -> list[Decision]:
         """Close every pending call (but ``roll_id``'s, if given) without an answer: the table
@@ -487,12 +504,33 @@ def _table_request_error(cmd: str, req: dict, keys: set[str],
     return None
 
 
+def _committed_reply(registry: CallRegistry, d: Decision, confirm_s: float) -> dict:
+    """The reply to an answer once the table service committed it, refused it, or did not
+    confirm within ``confirm_s`` seconds (``pending``: taken, not yet committed)."""
+    outcome, detail = registry.commits.wait(d.roll_id, confirm_s)
+    if outcome == COMMITTED:
+        return {"ok": True, "decision": d.to_json(), "committed": detail}
+    if outcome == REFUSED:
+        return {"ok": False, "decision": d.to_json(),
+                "error": f"roll {d.roll_id}: the answer was taken but not applied: {detail}"}
+    return {"ok": False, "pending": True, "decision": d.to_json(),
+            "error": (f"roll {d.roll_id}: not confirmed: the table service did not commit the answer to its "
+                      f"state store within {confirm_s:g} s. The call is closed and the answer held in memory: "
+                      "the service applies it when it next runs (the roll messages show it); if the service "
+                      "stops before that, the call is opened again when it starts, to be answered again")}
+
+
 def handle_request(registry: CallRegistry, raw: bytes,
-                   table_command: Callable[..., None] | None = None, console: str | None = None) -> dict:
+                   table_command: Callable[..., None] | None = None, console: str | None = None,
+                   confirm_s: float | None = None) -> dict:
     """Answer one command (see the module docstring); never raises for bad input.
     ``table_command(event, **details)`` takes the commands meant for the table service
     (``TableService.post``); without it they are refused. ``console``: the CURVE public key
-    the socket authenticated the sender by (recorded with a decision), or ``None``."""
+    the socket authenticated the sender by (recorded with a decision), or ``None``.
+    ``confirm_s``: seconds the reply to ``decide`` waits for the table
+    service to confirm (controller/handoff.py); ``None``: reply at once (a registry without a
+    table service behind it, or a caller on the service's own thread, which would wait on
+    itself)."""
     try:
         req = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -527,7 +565,9 @@ def handle_request(registry: CallRegistry, raw: bytes,
             d = registry.answer(roll_id, who=who, dice=req.get("dice"), void=void, console=console)
         except DecisionError as exc:
             return _error(str(exc))
-        return {"ok": True, "decision": d.to_json()}
+        if confirm_s is None:
+            return {"ok": True, "decision": d.to_json()}
+        return _committed_reply(registry, d, confirm_s)
     if cmd == "decide-only":
         bad = _table_request_error(cmd, req, {"on"}, table_command)
         on = req.get("on")
@@ -561,7 +601,8 @@ class CommandServer:
         curve: CURVE keys, or ``None`` for a plain socket (loopback / ipc only is advised).
         context: a ``zmq.Context`` (default: a new one, terminated by :meth:`close`).
 
-    ``table_command``: see :func:`handle_request`.
+    ``table_command``, ``confirm_s``: see :func:`handle_request` (the table service's
+    socket, ``craps-table run``, waits :data:`CONFIRM_S`).
 
     Call :meth:`start` to serve from a background thread (it also expires calls past their
     deadline every ``poll_ms``), or :meth:`serve_once` from your own loop.
@@ -569,8 +610,11 @@ class CommandServer:
 
     def __init__(self, registry: CallRegistry, endpoint: str, *, curve: CurveServerKeys | None = None,
                  context: zmq.Context | None = None, poll_ms: int = 100,
-                 table_command: Callable[..., None] | None = None) -> None:
+                 table_command: Callable[..., None] | None = None, confirm_s: float | None = None) -> None:
+        if confirm_s is not None and not 0 < confirm_s < float("inf"):
+            raise ValueError(f"confirm_s must be a finite number of seconds > 0, got {confirm_s}")
         self.registry = registry
+        self.confirm_s = confirm_s
         #: where commands for the table service go (``TableService.post``); may be set later
         self.table_command = table_command
         self._own_ctx = context is None
@@ -607,7 +651,7 @@ class CommandServer:
         # with CURVE, the ZAP handler's User-Id is the client's public key (Z85)
         console = frame.get("User-Id") if self._auth is not None else None
         try:
-            reply = handle_request(self.registry, frame.bytes, self.table_command, console)
+            reply = handle_request(self.registry, frame.bytes, self.table_command, console, self.confirm_s)
         except Exception:   # a defect here must not stop the boxperson's console: log, answer, serve on
             log.exception("boxperson command server: a request could not be handled")
             reply = _error("internal error: the request was not handled (see the table service's log)")
@@ -630,10 +674,13 @@ class CommandServer:
         return self
 
     def close(self) -> None:
-        """Stop the thread, close the socket (and the context if it was made here)."""
+        """Stop the thread, close the socket (and the context if it was made here). An answer
+        still waiting for its commit is replied ``pending`` first (``TableService.close``
+        commits the answers taken before it closes this socket)."""
         self._stop.set()
+        self.registry.commits.release()
         if self._thread is not None:
-            self._thread.join(timeout=2.0)
+            self._thread.join(timeout=2.0 + (self.confirm_s or 0.0))
         self.sock.close(0)
         if self._auth is not None:
             self._auth.stop()

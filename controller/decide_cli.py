@@ -19,10 +19,14 @@ applies it before its next frame, or refuses it with a ``command-refused`` alarm
 and came back onto it); the throw's verdict is then that no roll, or the
 call is refused with a ``command-refused`` alarm when no throw is in progress.
 
-Exit status: 0 the decision was taken (printed as JSON; the table publishes it with the roll,
-before any later throw's verdict), 1 the table refused it (no such call, already decided,
-timed out, or superseded: the table decided a later throw first, or its round driver no
-longer waits on the call; the error says which) or did not answer, 2 bad arguments.
+Exit status: 0 the decision was taken and committed (printed as JSON; the table service's reply
+waits until the decision's verdict is in its state store, ``committed``, and it publishes it
+with the roll, before any later throw's verdict), 1 the table refused it (no such call, already
+decided, timed out, or superseded: the table decided a later throw first, or its round driver
+no longer waits on the call; the error says which), did not confirm the commit in time
+(``"pending": true``: the answer is taken and the service applies it when it next runs; if the
+service dies first the call is opened again at its restart), or did not answer, 2 bad
+arguments.
 """
 from __future__ import annotations
 
@@ -136,6 +140,7 @@ def run(command: str, args: argparse.Namespace) -> int:
         return 0
     print(json.dumps(reply, indent=None))
     if not reply.get("ok"):
-        print(f"craps-table decide: refused: {reply.get('error')}", file=sys.stderr)
+        what = "not confirmed (pending)" if reply.get("pending") else "refused"
+        print(f"craps-table decide: {what}: {reply.get('error')}", file=sys.stderr)
         return 1
     return 0

@@ -534,9 +534,13 @@ class TableService(TableCommands):
         return t + (time.monotonic() - at)
 
     def close(self) -> None:
-        """Lamps off (safe state) and their driver closed, store closed. The publisher and the
-        source belong to the caller."""
+        """Take no more boxperson answers (``observe.refuse_answers``), commit and publish those
+        taken (their command socket replies wait on it), refuse the table commands still
+        queued; then lamps off (safe state) and their driver closed, the closers run (the
+        command socket among them), store closed. The publisher and the source belong to the
+        caller, and are closed after this."""
         try:
+            self._close_commands()
             self.lamps.all_off()
             self.lamps.driver.close()
         finally:
@@ -546,6 +550,19 @@ class TableService(TableCommands):
                 except Exception:  # noqa: BLE001 - closing the rest matters more
                     log.exception("error while closing")
             self.store.close()
+
+    def _close_commands(self) -> None:
+        """The first step of :meth:`close` (before the command socket closes): answers are
+        refused from now on (in one step with taking one), the decisions taken are committed and
+        published (an error is logged: their calls open again at the next start), the queued
+        commands refused."""
+        if hasattr(self.observe, "refuse_answers"):
+            self.observe.refuse_answers("the table service is stopping; the call is opened again when it starts")
+        try:
+            self._apply_idle_decisions()
+        except Exception:  # noqa: BLE001 - closing the rest matters more; nothing was replied ok
+            log.exception("boxperson decisions not committed at close (their calls open again at the next start)")
+        self._refuse_queued("the table service is stopping: not applied")
 
     # --- per frame ----------------------------------------------------------------------------
 
@@ -947,6 +964,7 @@ class TableService(TableCommands):
         round driver, on a call the current round is not waiting on (the table stopped and
         resumed, a new round opened: ``RoundDriver.awaits_decision``), is not applied: it is
         logged and raised as an alarm ``stale-decision``."""
+        settle = getattr(self.observe, "decision_applied", lambda roll_id, **outcome: None)
         for d in self.observe.decisions():
             last = self.store.verdicts(1)
             call = last[-1] if last else None
@@ -954,8 +972,9 @@ class TableService(TableCommands):
                     or (self.rounds is not None and not self.rounds.awaits_decision(d.roll_id))):
                 log.warning("boxperson decision on %s (%s) ignored: it is not the open call", d.roll_id, d.outcome)
                 what = ("call closed without an answer" if d.outcome == "superseded" else "decision")
-                self._raise_fault("stale-decision", f"{what} on {d.roll_id} after a newer verdict, or on a call "
-                                                    "the round no longer waits on: not applied")
+                stale = f"{what} on {d.roll_id} after a newer verdict, or on a call the round no longer waits on"
+                settle(d.roll_id, error=f"{stale} (stale-decision)")
+                self._raise_fault("stale-decision", f"{stale}: not applied")
                 self._faults.discard("stale-decision")
                 continue
             decision = {"call": d.roll_id, "reason": d.reason, "outcome": d.outcome, "who": d.who,
@@ -971,8 +990,15 @@ class TableService(TableCommands):
                 verdict = Verdict(kind="no-roll", reason=Reason.BOXPERSON_VOID, dice=None,
                                   irregularities=irregular)
             self.lamps.boxperson_answered()
-            self._commit_and_publish(verdict, frame, time.perf_counter(), frame_info=call.get("frame"),
-                                     frame_hash=call.get("frame_sha256"), decision=decision)
+            try:
+                body = self._commit_and_publish(verdict, frame, time.perf_counter(), frame_info=call.get("frame"),
+                                                frame_hash=call.get("frame_sha256"), decision=decision)
+            except Exception as exc:  # StoreError above all: not committed; the caller stops the service
+                settle(d.roll_id, error=f"the table could not commit it ({type(exc).__name__}: {exc}); the call is "
+                                        "opened again when the service starts")
+                raise
+            # committed (the answer survives a crash now); the command socket may reply ok
+            settle(d.roll_id, committed={"roll_id": body["roll_id"], "published": not self._outbox_blocked})
 
     def _publish_verdict_body(self, body: dict) -> bool:
         """Publish a committed verdict and mark it. On a bus error the verdict stays in the

@@ -694,7 +694,7 @@ def build_observer(cfg: TableConfig, source: FrameSource, area,
     Raises:
         SetupError: an unreadable calibration, or a command endpoint that cannot be bound.
     """
-    from controller.boxperson import CallRegistry, CommandServer
+    from controller.boxperson import CONFIRM_S, CallRegistry, CommandServer
     from controller.throw_observer import ThrowObserver
     from vision.reader import read_dice, read_die_at
 
@@ -743,7 +743,8 @@ def build_observer(cfg: TableConfig, source: FrameSource, area,
                 raise SetupError(f"boxperson.authorized_dir: {exc}") from None
             curve = CurveServerKeys(secret, cfg.boxperson.authorized_dir)
         try:
-            server = CommandServer(registry, cfg.boxperson.endpoint, curve=curve, table_command=table_command)
+            server = CommandServer(registry, cfg.boxperson.endpoint, curve=curve, table_command=table_command,
+                                   confirm_s=CONFIRM_S if table_command is not None else None)
             server.start()
         except Exception as exc:  # noqa: BLE001 - zmq errors: named with the key
             raise SetupError(f"boxperson.endpoint {cfg.boxperson.endpoint!r}: {exc}") from None

@@ -46,7 +46,8 @@ class TableCommands:
         while a point is on), ``"no-roll"`` with ``reason``, ``who`` and ``console``
         (:meth:`call_no_roll`; refused with a ``command-refused`` alarm when no throw is in
         progress), ``"link"`` with ``up`` and ``reason`` (the microcontroller link: a
-        fault and an alarm while it is down)."""
+        fault and an alarm while it is down). ``handoff``: a :class:`controller.handoff.Handoff`
+        the service takes before applying the event (one withdrawn is skipped)."""
         self._inbox.put((event, details))
 
     def _throw_undecided(self) -> bool:
@@ -77,6 +78,12 @@ class TableCommands:
 
     def _apply_event(self, event: str, details: dict) -> None:
         """Apply one event of :meth:`post`."""
+        details = dict(details)
+        handoff = details.pop("handoff", None)
+        if handoff is not None and not handoff.take():
+            log.warning("%s from %s withdrawn by the command socket before it was applied (not confirmed in "
+                        "time): not applied", event, details.get("who"))
+            return
         if event == "shooter-button":
             log.info("shooter button: the shooter passes the dice")
             try:
@@ -195,3 +202,16 @@ class TableCommands:
         self.store.commit(state, None)
         self._publish("state", {"event": "decide-only", "on": bool(on), "game": self._game_json(state)})
         return state
+
+    def _refuse_queued(self, why: str) -> None:
+        """At close: the events still queued are not applied; those with a handoff are refused
+        with ``why`` (the command socket replies so)."""
+        while True:
+            try:
+                event, details = self._inbox.get_nowait()
+            except queue.Empty:
+                break
+            handoff = details.get("handoff")
+            if handoff is not None and handoff.take():
+                handoff.refuse(why)
+            log.warning("%s from %s not applied: %s", event, details.get("who"), why)

@@ -21,6 +21,9 @@ verdict published                 ``observer.verdict_published(roll_id, verdict,
                                   observed)`` (opens the boxperson call for a boxperson verdict)
 every frame / idle tick           ``for d in observer.decisions(): publish d`` (answers and
                                   timeouts, each a :class:`controller.boxperson.Decision`)
+decision committed / not applied  ``observer.decision_applied(call_id, committed=... | error=...)``
+                                  (the command socket's reply to the answer waits on it)
+service closing                   ``observer.refuse_answers(why)``, then the decisions published
 ================================  ==============================================================
 
 All the rules are in controller/irregularity.py (9 NYCRR 5324.52(h)(1), (k)); this module only
@@ -290,6 +293,19 @@ class ThrowObserver:
         :meth:`decisions` to publish, and an answer after it is refused. Returns the
         ``"superseded"`` decisions (none without a registry)."""
         return [] if self.registry is None else self.registry.supersede(why=why)
+
+    def decision_applied(self, roll_id: str, *, committed: dict | None = None, error: str | None = None) -> None:
+        """The table service committed the decision on call ``roll_id`` (``committed``: the
+        verdict's ``roll_id`` and ``published``) or did not apply it (``error``): the command
+        socket's reply to the answer waits on this (``CallRegistry.commits``)."""
+        if self.registry is not None:
+            self.registry.commits.settle(roll_id, committed=committed, error=error)
+
+    def refuse_answers(self, why: str) -> None:
+        """The table service is stopping: answers from now on are refused with ``why``
+        (``CallRegistry.close_answers``); those taken before are still handed over."""
+        if self.registry is not None:
+            self.registry.close_answers(why)
 
     def decisions(self) -> list[Decision]:
         """Decisions taken since the last call (answers and timeouts), oldest first."""

@@ -634,8 +634,11 @@ def test_boxperson_void_and_stale_decision(tmp_path):
 
 
 def test_decide_command_reaches_the_service(tmp_path):
-    """`craps-table decide` -> the table's command server -> the decision published as a roll."""
+    """`craps-table decide` -> the table's command server -> the decision published as a roll.
+    The reply waits for the service to commit it (the service thread here: this test's loop,
+    ticking while the command runs in another thread, bounded)."""
     import argparse
+    import threading
 
     from controller import decide_cli
 
@@ -653,7 +656,15 @@ def test_decide_command_reaches_the_service(tmp_path):
         decide_cli.add_arguments("decide", parser)
         args = parser.parse_args(["--endpoint", f"ipc://{tmp_path / 'box'}", "--roll-id", bodies[0]["roll_id"],
                                   "--dice", "5", "6", "--who", "ann"])
-        assert decide_cli.run("decide", args) == 0
+        status = []
+        command = threading.Thread(target=lambda: status.append(decide_cli.run("decide", args)))
+        command.start()
+        for _ in range(500):            # the service's loop: a frame now and then, ticks between
+            service.tick()
+            command.join(0.01)
+            if not command.is_alive():
+                break
+        assert status == [0]
         service.process(Frame(scene_image([(5, 100, 100), (0, 200, 120)]), t, 999))
         decided = pub.rolls()[-1]
         assert decided["dice"] == [5, 6] and decided["game"]["outcome"] == "natural"

@@ -1,0 +1,161 @@
+"""Handing a request from the command socket's thread to the table service's thread, and
+waiting, bounded, for what the service did with it.
+
+The boxperson command socket (controller/boxperson.py ``CommandServer``) answers from its own
+thread; the table service (controller/service.py) commits and publishes from its own, at its
+next frame or health tick (at most ``TableService.TICK_S`` = 0.1 s apart under ``craps-table
+run``). A reply sent before the service acted could say ``ok`` about something a crash then
+lost. Two handshakes make the reply wait for the service instead; neither ever tells the
+person more than what happened:
+
+- :class:`Handoff`: a table command (``resume``, ``stop``) posted to the service
+  (``TableService.post(..., handoff=h)``). The service takes it (:meth:`Handoff.take`) before
+  it applies it and then finishes or refuses it. When the wait ends with the command still
+  not taken, the waiter withdraws it (:meth:`Handoff.wait`): the service then skips it, so a
+  reply "not applied" stays true. One taken but not finished within a second bound is
+  reported ``pending`` (being applied, not confirmed).
+- :class:`CommitWaits`: the boxperson's answers (controller/boxperson.py
+  ``CallRegistry.answer``). The registry has closed the call when it takes the answer, so an
+  answer is never withdrawn: the reply waits for the service to commit the decision's verdict
+  to the state store (:meth:`CommitWaits.settle`), and says ``pending`` (taken, not yet
+  committed) when the wait ends first.
+
+These are controller rules for the 9 NYCRR 5324.52(h)(1)(ii)(a) decision (the boxperson
+decides the throw; the decision is recorded with the roll) and for a rig's technician; no
+regulation paragraph speaks of threads. Every wait is bounded by the caller's seconds.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+#: states of a :class:`Handoff` and outcomes of a wait
+QUEUED = "queued"
+TAKEN = "taken"
+DONE = "done"
+REFUSED = "refused"
+WITHDRAWN = "withdrawn"
+#: outcomes of :meth:`CommitWaits.wait` (and :data:`REFUSED`)
+COMMITTED = "committed"
+PENDING = "pending"
+
+
+class Handoff:
+    """One table command handed to the service thread, and its outcome (thread-safe).
+
+    The service thread calls :meth:`take` before applying the command (``False``: it was
+    withdrawn, skip it), then :meth:`finish` with what it published or :meth:`refuse` with why;
+    the command thread calls :meth:`wait`.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._settled = threading.Event()
+        self.state = QUEUED
+        #: what the service published (e.g. the ``resumed`` round event), after :meth:`finish`
+        self.result: dict | None = None
+        #: why the service refused it, after :meth:`refuse`
+        self.error: str | None = None
+
+    def take(self) -> bool:
+        """The service thread starts applying the command: ``True``, or ``False`` when the
+        waiter withdrew it (then it must not be applied)."""
+        with self._lock:
+            if self.state != QUEUED:
+                return False
+            self.state = TAKEN
+            return True
+
+    def finish(self, result: dict | None = None) -> None:
+        """Applied; ``result``: what was published."""
+        with self._lock:
+            self.state, self.result = DONE, result
+        self._settled.set()
+
+    def refuse(self, error: str) -> None:
+        """Not applied, because ``error`` (or withdrawn from the queue by :meth:`close`)."""
+        with self._lock:
+            if self.state in (DONE, WITHDRAWN):
+                return
+            self.state, self.error = REFUSED, str(error)
+        self._settled.set()
+
+    def wait(self, timeout_s: float, taken_s: float | None = None) -> str:
+        """Wait up to ``timeout_s`` seconds for the outcome; a command not taken by then is
+        withdrawn (:data:`WITHDRAWN`: never applied); one taken is waited for up to ``taken_s``
+        more seconds (default ``timeout_s``), then :data:`TAKEN` (being applied, not
+        confirmed). Else :data:`DONE` or :data:`REFUSED`."""
+        if self._settled.wait(max(0.0, float(timeout_s))):
+            return self.state
+        with self._lock:
+            if self.state == QUEUED:
+                self.state = WITHDRAWN
+                return WITHDRAWN
+        self._settled.wait(max(0.0, float(timeout_s if taken_s is None else taken_s)))
+        return self.state
+
+
+class _Slot:
+    __slots__ = ("settled", "outcome", "detail")
+
+    def __init__(self) -> None:
+        self.settled = threading.Event()
+        self.outcome: str = PENDING
+        self.detail: dict | str | None = None
+
+
+class CommitWaits:
+    """Waiters for the commit of the boxperson's answers, one per call answered (thread-safe).
+
+    The registry calls :meth:`expect` for an answer before it hands the decision over; the
+    service calls :meth:`settle` once the decision's verdict is committed (or not applied);
+    the command thread calls :meth:`wait`. Settled slots are kept (a wait that starts after
+    the settle still sees it), the oldest dropped beyond ``keep``.
+
+    Args:
+        keep: how many answers' outcomes to keep (>= 1).
+    """
+
+    def __init__(self, keep: int = 256) -> None:
+        self._lock = threading.Lock()
+        self._slots: OrderedDict[str, _Slot] = OrderedDict()
+        self.keep = max(1, int(keep))
+
+    def expect(self, roll_id: str) -> None:
+        """An answer on call ``roll_id`` is about to be handed to the service."""
+        with self._lock:
+            self._slots[roll_id] = _Slot()
+            self._slots.move_to_end(roll_id)
+            while len(self._slots) > self.keep:
+                self._slots.popitem(last=False)
+
+    def settle(self, roll_id: str, *, committed: dict | None = None, error: str | None = None) -> None:
+        """The service committed the decision on ``roll_id`` (``committed``: the verdict's
+        ``roll_id`` and ``published``), or did not apply it (``error``: why). A call no answer
+        waits on (a timeout, a supersession) is ignored."""
+        with self._lock:
+            slot = self._slots.get(roll_id)
+            if slot is None or slot.settled.is_set():
+                return
+            slot.outcome, slot.detail = (REFUSED, str(error)) if error is not None else (COMMITTED, committed or {})
+            slot.settled.set()
+
+    def release(self) -> None:
+        """Wake every waiter still waiting (the command socket is closing): they report
+        :data:`PENDING`."""
+        with self._lock:
+            slots = list(self._slots.values())
+        for slot in slots:
+            slot.settled.set()
+
+    def wait(self, roll_id: str, timeout_s: float) -> tuple[str, dict | str | None]:
+        """``(outcome, detail)`` of the answer on ``roll_id`` within ``timeout_s`` seconds:
+        ``(COMMITTED, {"roll_id": ..., "published": ...})``, ``(REFUSED, why)``, or
+        ``(PENDING, None)`` (not confirmed in time, or released)."""
+        with self._lock:
+            slot = self._slots.get(roll_id)
+        if slot is None:
+            return PENDING, None
+        slot.settled.wait(max(0.0, float(timeout_s)))
+        with self._lock:
+            return slot.outcome, slot.detail
