@@ -49,7 +49,17 @@ was killed, crashed or restarted while the shaker ran or the dice rolled) starts
 ``restart-during-throw-fault``, FAULT and BETS CLOSED lit, no round opened and no SHAKER sent.
 The microcontroller itself stops the shaker when the old process's heartbeats stop
 (FAILSAFE) or the new process says HELLO (docs/firmware-protocol.md 5.4). The stop clears the
-record: a technician checks the rig and restarts the service, which then opens rounds again.
+record: a technician checks the rig and clears the stop (``craps-table resume``, below) or
+restarts the service; either opens rounds again.
+
+A technician stops and resumes the table over the command socket (``craps-table stop`` /
+``craps-table resume``; controller/table_commands.py calls :meth:`RoundDriver.technician_stop`
+and :meth:`RoundDriver.technician_resume` on the service thread): a stop is the ``stopped``
+round event (cause ``technician-stop``); a resume is refused naming why while the table is not
+stopped or the cause is still present (the service's safe state, an unpublished verdict, the
+firmware link down, the shaker running, dice moving), or when it would abandon a round without
+the technician's ``abandon``; applied, it publishes ``resumed`` (``who``, ``abandoned``,
+``cleared``, ``console``) and clears the stop's faults.
 The shaker's "done" tie and this stop are rig rules (no regulation paragraph speaks of
 shakers); the interrupted round's wagers are returned by settlement on the ``state`` ``start``
 message, since no throw will decide them (9 NYCRR 5324.52(c)(1): wagers are made before the
@@ -64,7 +74,7 @@ import logging
 import queue
 import time
 from datetime import datetime, timezone
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence
 
 from controller.lifecycle import (DECIDED as LIFECYCLE_DECIDED, IN_MOTION as LIFECYCLE_IN_MOTION,
                                   WAITING as LIFECYCLE_WAITING)
@@ -259,6 +269,7 @@ class RoundDriver:
         self._throw_at = 0.0                      # frame time the pending throw may start
         self._throw_deadline: float | None = None  # wall clock: the current throw's verdict by then
         self.rounds_done = 0
+        self._stop_faults: set[str] = set()       # the faults raised by stops, cleared on resume
 
     # --- other threads ------------------------------------------------------------------------
 
@@ -281,8 +292,86 @@ class RoundDriver:
         self.post("dice-out")
 
     def resume(self, who: str = "technician") -> None:
-        """A technician cleared the stop (any thread)."""
+        """A technician cleared the stop (any thread; in-process, unchecked: the command
+        socket's ``resume`` goes through :meth:`technician_resume`)."""
         self.post("resume", who=who)
+
+    # --- a technician, on the service thread (controller/table_commands.py) --------------------
+
+    def technician_stop(self, who: str, reason: str, *, console: str | None = None) -> dict:
+        """Stop the table now (the service thread): the ``stopped`` round event, cause
+        ``technician-stop: stopped by WHO: REASON``, and the alarm ``technician-stop-fault``.
+        A shake in progress runs out (its "done" is still awaited); the dice it throws are a
+        no roll ``table-fault``.
+
+        Returns:
+            the ``stopped`` round event.
+
+        Raises:
+            ValueError: the table is already stopped (its cause named).
+        """
+        c = self.cycle
+        if c.stopped:
+            raise ValueError(f"the table is already stopped ({c.stop_cause})")
+        by = f"stopped by {who}" + (f" (console {console})" if console else "")
+        return self._stop("technician-stop", f"{by}: {reason}")
+
+    def technician_resume(self, who: str, *, abandon: bool = False, console: str | None = None,
+                          present: Sequence[str] = ()) -> dict:
+        """Clear the stop now (the service thread): the ``resumed`` round event with ``who``,
+        ``abandoned`` (the round left without a result, or null), ``cleared`` (the stop's
+        cause) and ``console``; the stop's faults are cleared and the next round opens when
+        due.
+
+        Args:
+            who: the technician's name.
+            abandon: the technician confirms that the open round without a result is abandoned
+                (settlement returns its wagers).
+            console: the CURVE key the command socket authenticated the technician by.
+            present: what the caller sees that keeps the table stopped (the service: its safe
+                state, a verdict unpublished, the firmware link down).
+
+        Raises:
+            ValueError: the table is not stopped; a cause is still present (``present``, a
+                shake still running within its deadline, dice moving on the layout); a round
+                without a result and not ``abandon``; or the bus refused the ``resumed`` event
+                (the table stops again, ``rounds-bus``). Nothing changed but in the last case.
+        """
+        c = self.cycle
+        if not c.stopped:
+            raise ValueError(f"the table is not stopped (round phase {c.phase}): nothing to resume")
+        present = list(present)
+        if self.shaking and self.wall() <= self._shake_deadline:
+            present.append(f"the shaker is running (command {self.shake_command}; its 'done' is due within "
+                           f"{self._shake_deadline - self.wall():.1f} s)")
+        if self.lifecycle.phase == LIFECYCLE_IN_MOTION:
+            present.append("dice are moving on the layout")
+        if present:
+            raise ValueError(f"the cause of the stop is still present: {'; '.join(present)} (stopped: {c.stop_cause})")
+        r = c.round
+        if r is not None and r.final is None and not abandon:
+            raise ValueError(f"round {r.round_id} has no result: resuming abandons it (settlement returns its "
+                             "wagers; no throw decides it): confirm with abandon (craps-table resume --abandon)")
+        if self.shaking:     # its "done" is overdue: the shake is over, as a stop for no "done" says
+            log.warning("resume: the shake of command %s never reported 'done' (overdue): forgotten",
+                        self.shake_command)
+            self.shaking, self.shake_command = False, None
+        body = self._resume(who, console=console)
+        if self.bus_failed is not None:
+            self._stop("rounds-bus", f"round events cannot be published ({self.bus_failed})")
+            raise ValueError(f"the bus refused the resumed event ({self.bus_failed}): the table stopped again")
+        return body
+
+    def _resume(self, who: str, *, console: str | None = None) -> dict:
+        """Clear the stop: ``resumed`` published, the faults of the stop cleared."""
+        c = self.cycle
+        self.bus_failed = None     # the next publish tells whether the bus is back
+        body = c.resume(who, cleared=c.stop_cause, console=console)
+        self._throw_pending, self._throw_deadline = False, None
+        for where in sorted(self._stop_faults | {"technician", "shaker", "dice-did-not-move"}):
+            self._clear(where)
+        self._stop_faults.clear()
+        return body
 
     # --- service hooks ------------------------------------------------------------------------
 
@@ -298,7 +387,8 @@ class RoundDriver:
         if self.interrupted_throw is not None and c.phase is None:
             self._stop("restart-during-throw",
                        f"the service stopped during {self.interrupted_throw} (the shaker may have run, "
-                       f"its dice were never read): check the dice and the shaker, then restart the service")
+                       f"its dice were never read): check the dice and the shaker, then resume "
+                       f"(craps-table resume) or restart the service")
         if self.bus_failed is not None and not c.stopped:
             self._stop("rounds-bus", f"round events cannot be published ({self.bus_failed})")
         held = self._held()
@@ -442,12 +532,7 @@ class RoundDriver:
                     self._live_out("dice-out")
             elif event == "resume":
                 if c.stopped:
-                    self.bus_failed = None     # the next publish tells whether the bus is back
-                    c.resume(str(d.get("who") or "technician"))
-                    self._throw_pending, self._throw_deadline = False, None
-                    self._clear("technician")
-                    self._clear("shaker")
-                    self._clear("dice-did-not-move")
+                    self._resume(str(d.get("who") or "technician"))
             else:
                 log.warning("unknown round driver event %r ignored", event)
 
@@ -516,14 +601,19 @@ class RoundDriver:
         return (c.phase == VERDICT and c.round is not None and bool(c.round.verdicts)
                 and c.round.verdicts[-1] == roll_id and c.round.final is None)
 
-    def _stop(self, where: str, message: str) -> None:
+    def _stop(self, where: str, message: str) -> dict | None:
+        """Stop the table (a fault ``where``, cleared by a resume); the ``stopped`` event, or
+        ``None`` when it was stopped already."""
         self._throw_deadline = None
         log.error("table stopped: %s: %s", where, message)
+        body = None
         if not self.cycle.stopped:
-            self.cycle.stop(f"{where}: {message}")
+            body = self.cycle.stop(f"{where}: {message}")
+        self._stop_faults.add(where)
         self._raise(where, message)
         self.interrupted_throw = None
         self._clear_throw()                 # the stop is the technician's state now
+        return body
 
     def _clear_throw(self) -> None:
         """Clear the recorded throw (if this driver recorded one or found one). A store that

@@ -26,6 +26,8 @@ Command protocol (JSON objects over a ZeroMQ REP socket; one reply per request):
     {"cmd": "evidence", "roll_id": "..."}    -> {"ok": true, "png_b64": "..."}
     {"cmd": "decide-only", "on": true, "who": "ann"}   -> {"ok": true, "queued": "decide-only"}
     {"cmd": "no-roll", "reason": "dice-not-simultaneous", "who": "ann"} -> {"ok": true, "queued": "no-roll"}
+    {"cmd": "stop", "reason": "dome cleaning", "who": "tech-7"}   -> {"ok": true, "stopped": {round event}}
+    {"cmd": "resume", "who": "tech-7", "abandon": true}           -> {"ok": true, "resumed": {round event}}
     reply: {"ok": true, "decision": {...}, "committed": {"roll_id": ..., "published": true}}
            or {"ok": false, "error": "what is wrong"}
            or {"ok": false, "pending": true, "error": "not confirmed: ..."}
@@ -42,6 +44,38 @@ when it next runs; if it dies first, the call is opened again at its restart). A
 service then cannot apply (the round driver no longer waits on the call) is replied ``ok:
 false`` naming why. Without ``confirm_s`` (a registry standing alone, in-process callers) the
 reply is sent at once, as before.
+
+``stop`` / ``resume`` (automated and stadium rigs, controller/automation.py): a technician
+stops the table (the round event ``stopped``, cause ``technician-stop``: bets closed, no throw,
+no round) or clears a stop (``resumed``: the open round, if any, is abandoned and settlement
+returns its wagers; ``abandon: true`` must confirm that when a round has no result). Handed to
+the table service (``table_command``) with a :class:`controller.handoff.Handoff`; the reply
+waits for the service: applied, refused naming why (not stopped; the cause still present: the
+safe state, e.g. the camera still lost, a verdict unpublished, the firmware link down, the
+shaker still running, dice moving), or, not taken within ``confirm_s``, withdrawn ("not
+applied": the service skips it). The who is checked with :func:`check_who`; each is logged
+with who and when and published (round events; a refusal also as a ``command-refused`` alarm).
+
+``decide-only``: the boxperson starts (``on``) or ends the rolls made only to decide the
+remaining come and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)). It is
+handed to the table service (``table_command``), which applies it before the next frame and
+publishes it (``state`` message ``decide-only``), or refuses it with a ``command-refused``
+alarm (a point is on).
+
+``no-roll``: the boxperson or stickperson calls "no roll" on the throw in progress (9 NYCRR
+5324.52(k)(2), (k)(5)(i); whenever possible before both dice come to rest, (k)(3)), for what a
+person sees and the camera cannot judge, or judges only where it clearly can (the camera's
+``dice-not-simultaneous`` comes to the boxperson as a call, controller/release.py):
+``dice-not-simultaneous`` ((k)(2)(i)),
+``far-wall-missed`` ((k)(2)(ii)), ``cheating-device`` ((k)(2)(v)), ``improper-throw``
+((k)(2)(vi)). The table service makes that throw's verdict a no roll with the reason, or
+refuses the call with a ``command-refused`` alarm when no throw is in progress.
+
+With CURVE keys (:class:`CurveServerKeys`, the bus's key files, bus/keys.py; the table
+service's ``[boxperson] curve = true``) the socket is encrypted, only consoles whose public
+certificate is in the allow-list may connect, and each decision records the console's public
+key (``console``) beside the name it gives. Without CURVE any process that reaches the socket
+may answer a call, so the service binds such a socket only on loopback or ipc://.
 """
 from __future__ import annotations
 
@@ -59,7 +93,7 @@ import cv2
 import numpy as np
 import zmq
 
-from controller.handoff import COMMITTED, REFUSED, CommitWaits
+from controller.handoff import COMMITTED, DONE, PENDING, REFUSED, WITHDRAWN, CommitWaits, Handoff
 
 log = logging.getLogger("controller.boxperson")
 
@@ -84,7 +118,7 @@ MAX_WHO_CHARS = 100
 #: the sender's connection, unanswered.
 REQUEST_MAX_BYTES = 64 * 1024
 #: seconds the table service's command socket waits for the service to confirm an answer's
-#: commit (:func:`handle_request` ``confirm_s``): the service acts at
+#: commit, or a resume or stop (:func:`handle_request` ``confirm_s``): the service acts at
 #: its next frame or tick (<= 0.1 s apart); below ``craps-table decide --timeout`` (5 s)
 CONFIRM_S = 2.0
 
@@ -520,6 +554,49 @@ def _committed_reply(registry: CallRegistry, d: Decision, confirm_s: float) -> d
                       "stops before that, the call is opened again when it starts, to be answered again")}
 
 
+#: the longest reason a technician may give for a stop (characters; logged and published)
+MAX_REASON_CHARS = 200
+
+
+def _technician_request(cmd: str, req: dict, table_command: Callable[..., None] | None, console: str | None,
+                        confirm_s: float | None) -> dict:
+    """``resume`` / ``stop``: checked, handed to the table service with a :class:`Handoff`,
+    and, with ``confirm_s``, the service's outcome waited for (module docstring)."""
+    bad = _table_request_error(cmd, req, {"abandon"} if cmd == "resume" else {"reason"}, table_command)
+    if bad is not None:
+        return bad
+    details: dict = {"who": req["who"].strip(), "console": console}
+    if cmd == "resume":
+        abandon = req.get("abandon", False)
+        if not isinstance(abandon, bool):
+            return _error(f"resume: abandon must be true or false, got {abandon!r}")
+        details["abandon"] = abandon
+    else:
+        reason = req.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            return _error("stop: reason (why the table stops, a few words) is required")
+        reason = reason.strip()
+        if len(reason) > MAX_REASON_CHARS or not reason.isprintable():
+            return _error(f"stop: reason: at most {MAX_REASON_CHARS} printable characters")
+        details["reason"] = reason
+    handoff = Handoff()
+    table_command(cmd, handoff=handoff, **details)
+    if confirm_s is None:
+        return {"ok": True, "queued": cmd}
+    state = handoff.wait(confirm_s)
+    if state == DONE:
+        return {"ok": True, "resumed" if cmd == "resume" else "stopped": handoff.result}
+    if state == REFUSED:
+        return _error(f"{cmd} refused: {handoff.error}")
+    if state == WITHDRAWN:
+        return _error(f"{cmd} not applied: the table service did not take it within {confirm_s:g} s (busy, or "
+                      "not running); nothing changed: send it again")
+    return {"ok": False, "pending": True,
+            "error": (f"{cmd}: not confirmed: the table service took it but did not finish within "
+                      f"{2 * confirm_s:g} s; the round events (resumed, stopped) or a command-refused alarm "
+                      "say what it did")}
+
+
 def handle_request(registry: CallRegistry, raw: bytes,
                    table_command: Callable[..., None] | None = None, console: str | None = None,
                    confirm_s: float | None = None) -> dict:
@@ -527,7 +604,7 @@ def handle_request(registry: CallRegistry, raw: bytes,
     ``table_command(event, **details)`` takes the commands meant for the table service
     (``TableService.post``); without it they are refused. ``console``: the CURVE public key
     the socket authenticated the sender by (recorded with a decision), or ``None``.
-    ``confirm_s``: seconds the reply to ``decide`` waits for the table
+    ``confirm_s``: seconds the reply to ``decide``, ``resume`` and ``stop`` waits for the table
     service to confirm (controller/handoff.py); ``None``: reply at once (a registry without a
     table service behind it, or a caller on the service's own thread, which would wait on
     itself)."""
@@ -588,7 +665,9 @@ def handle_request(registry: CallRegistry, raw: bytes,
             return bad
         table_command("no-roll", reason=reason, who=req["who"].strip(), console=console)
         return {"ok": True, "queued": "no-roll", "reason": reason}
-    return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence, decide-only, no-roll")
+    if cmd in ("resume", "stop"):
+        return _technician_request(cmd, req, table_command, console, confirm_s)
+    return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence, decide-only, no-roll, resume, stop")
 
 
 class CommandServer:
@@ -680,7 +759,8 @@ class CommandServer:
         self._stop.set()
         self.registry.commits.release()
         if self._thread is not None:
-            self._thread.join(timeout=2.0 + (self.confirm_s or 0.0))
+            # a resume or stop waits up to 2 x confirm_s (TableService.close refuses those queued)
+            self._thread.join(timeout=2.0 + 2 * (self.confirm_s or 0.0))
         self.sock.close(0)
         if self._auth is not None:
             self._auth.stop()

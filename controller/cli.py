@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("simulator.cli", "simulate a throw and write its frames and ground truth"),
     "decide": ("controller.decide_cli", "answer a boxperson call (a value for each die, or void); "
                                         "start or end decide-only rolls"),
+    "stop": ("controller.technician_cli", "stop an automated or stadium rig's rounds until resume (technician)"),
+    "resume": ("controller.technician_cli", "clear a stopped automated or stadium rig (technician)"),
     "settle": ("settlement.cli", "settle a JSONL scenario of wagers and rolls (test-bench interface)"),
     "settle-service": ("settlement.service", "subscribe to the roll bus and settle wagers"),
     "keys": ("bus.cli", "generate CURVE and signing keys for the roll bus"),

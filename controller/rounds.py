@@ -397,12 +397,14 @@ class RoundCycle:
         self.stop_cause = cause
         return self._emit(STOPPED, cause=cause, technician=True)
 
-    def resume(self, who: str = "technician") -> dict:
+    def resume(self, who: str = "technician", **extra) -> dict:
         """A technician cleared the stop: the open round (if any) is abandoned without a result
         (its wagers are returned by settlement, no verdict decided it) and the next round may open
-        at once."""
+        at once. ``extra``: more fields of the ``resumed`` event (the driver's ``cleared``,
+        ``console``)."""
         self._expect("resume", STOPPED)
         r = self.round
-        body = self._emit("resumed", who=who, abandoned=r.round_id if r is not None and r.final is None else None)
+        body = self._emit("resumed", who=who, abandoned=r.round_id if r is not None and r.final is None else None,
+                          **extra)
         self.phase, self.stop_cause, self.stuck_run, self._next_open_at = RESULTS, None, 0, None
         return body

@@ -12,6 +12,12 @@ changed and raises a ``command-refused`` alarm for what it refuses. The events:
   5324.52(i)(2); N.J.A.C. 13:69F-1.11(b));
 - ``no-roll``: a person calls "no roll" on the throw in progress (9 NYCRR 5324.52(k)(2),
   (k)(3), (k)(5)(i));
+- ``stop`` / ``resume``: a technician stops an automated or stadium table or clears its stop
+  (controller/automation.py; a rig rule: no regulation paragraph speaks of shakers; the
+  abandoned round's wagers are returned because wagers are made before the dice are rolled,
+  9 NYCRR 5324.52(c)(1), so none may ride another round's throw). These carry a
+  :class:`controller.handoff.Handoff`, so the command socket's reply says what the service did;
+  a handoff withdrawn before the service took it is skipped;
 - ``link``: the microcontroller link went down or came back.
 """
 from __future__ import annotations
@@ -46,8 +52,11 @@ class TableCommands:
         while a point is on), ``"no-roll"`` with ``reason``, ``who`` and ``console``
         (:meth:`call_no_roll`; refused with a ``command-refused`` alarm when no throw is in
         progress), ``"link"`` with ``up`` and ``reason`` (the microcontroller link: a
-        fault and an alarm while it is down). ``handoff``: a :class:`controller.handoff.Handoff`
-        the service takes before applying the event (one withdrawn is skipped)."""
+        fault and an alarm while it is down), ``"stop"`` with ``who``, ``reason``, ``console``
+        (:meth:`technician_stop`) and ``"resume"`` with ``who``, ``abandon``, ``console``
+        (:meth:`technician_resume`). ``handoff``: a :class:`controller.handoff.Handoff` the
+        service takes before applying the event (one withdrawn is skipped) and finishes with
+        what it published or refuses with why."""
         self._inbox.put((event, details))
 
     def _throw_undecided(self) -> bool:
@@ -84,7 +93,9 @@ class TableCommands:
             log.warning("%s from %s withdrawn by the command socket before it was applied (not confirmed in "
                         "time): not applied", event, details.get("who"))
             return
-        if event == "shooter-button":
+        if event in ("stop", "resume"):
+            self._technician_event(event, details, handoff)
+        elif event == "shooter-button":
             log.info("shooter button: the shooter passes the dice")
             try:
                 self.relinquish()
@@ -202,6 +213,106 @@ class TableCommands:
         self.store.commit(state, None)
         self._publish("state", {"event": "decide-only", "on": bool(on), "game": self._game_json(state)})
         return state
+
+    # --- a rig technician's stop and resume (controller/automation.py) ---------------------------
+
+    def _technician_event(self, event: str, details: dict, handoff) -> None:
+        """Apply ``stop`` or ``resume``: finish ``handoff`` with the round event published, or
+        refuse it (and publish a ``command-refused`` alarm) naming why."""
+        who, console = str(details.get("who") or ""), details.get("console")
+        try:
+            if event == "stop":
+                body = self.technician_stop(who, str(details.get("reason") or ""), console=console)
+            else:
+                body = self.technician_resume(who, abandon=bool(details.get("abandon")), console=console)
+        except ValueError as exc:
+            log.warning("%s from %s refused: %s", event, who, exc)
+            if handoff is not None:
+                handoff.refuse(str(exc))
+            try:
+                self._publish("alarm", {"code": "command-refused", "message": f"{event} by {who}: {exc}"[:500]})
+            except Exception:  # noqa: BLE001 - the refusal is logged and replied; the bus may be the cause
+                log.exception("could not publish the alarm command-refused")
+            return
+        if handoff is not None:
+            handoff.finish(body)
+
+    def technician_stop(self, who: str, reason: str, *, console: str | None = None) -> dict:
+        """A technician stops the table's rounds (automated or stadium rig): the round event
+        ``stopped`` (cause ``technician-stop: stopped by WHO: REASON``), the alarm
+        ``technician-stop-fault``, BETS CLOSED and FAULT lit, no throw and no round until
+        :meth:`technician_resume`. A rig rule (no regulation paragraph speaks of shakers); bets
+        stay closed, 9 NYCRR 5324.52(c)(1). Logged with who, console and when (UTC).
+
+        Returns:
+            the ``stopped`` round event published.
+
+        Raises:
+            ValueError: no round driver (``craps-table run --mode table``), the table already
+                stopped (its cause named), a name :func:`controller.boxperson.check_who`
+                refuses, or no reason; nothing changed.
+        """
+        from controller.boxperson import check_who
+
+        who = check_who(who)
+        if self.rounds is None:
+            raise ValueError("this table runs no rounds (craps-table run --mode automated|live): there is no round "
+                             "cycle to stop")
+        if not reason.strip():
+            raise ValueError("a reason for the stop is required")
+        at = datetime.now(timezone.utc).isoformat()
+        body = self.rounds.technician_stop(who, reason.strip(), console=console)
+        log.warning("table stopped by %s%s at %s: %s", who, f" (console {console})" if console else "", at,
+                    reason.strip(), extra={"event": "technician-stop", "who": who, "at_utc": at})
+        return body
+
+    def technician_resume(self, who: str, *, abandon: bool = False, console: str | None = None) -> dict:
+        """A technician clears the stop of an automated or stadium table: the round event
+        ``resumed`` (``who``, ``abandoned``, ``cleared``: the stop's cause, ``console``), the
+        stop's faults cleared, and the next round opens when due. The open round without a
+        result is abandoned (settlement returns its wagers: wagers are made before the dice
+        are rolled, 9 NYCRR 5324.52(c)(1), so none rides a later round's throw); ``abandon``
+        must say so. Logged with who, console and when (UTC).
+
+        Returns:
+            the ``resumed`` round event published.
+
+        Raises:
+            ValueError: naming why, nothing changed: no round driver; the table is not stopped;
+                the cause of the stop is still present (:meth:`_stop_causes_present`, and the
+                driver's own: the shaker still running, dice moving); a round without a result
+                and not ``abandon``; a name :func:`controller.boxperson.check_who` refuses; or
+                the bus refused the ``resumed`` event (the table stops again, ``rounds-bus``).
+        """
+        from controller.boxperson import check_who
+
+        who = check_who(who)
+        if self.rounds is None:
+            raise ValueError("this table runs no rounds (craps-table run --mode automated|live): there is no stop "
+                             "to clear")
+        at = datetime.now(timezone.utc).isoformat()
+        body = self.rounds.technician_resume(who, abandon=abandon, console=console,
+                                             present=self._stop_causes_present())
+        log.warning("table resumed by %s%s at %s: cleared %s; round abandoned: %s", who,
+                    f" (console {console})" if console else "", at, body.get("cleared"), body.get("abandoned"),
+                    extra={"event": "technician-resume", "who": who, "at_utc": at})
+        return body
+
+    def _stop_causes_present(self) -> list[str]:
+        """What the table service sees that keeps a rig stopped: its safe state (the health
+        monitor's reasons, e.g. ``camera-lost``), a verdict the bus refused waiting in the
+        outbox, the firmware link down. Empty when none."""
+        out = []
+        if self.safe_state:
+            status = self.health_status
+            reasons = [f"{r} ({status.details.get(r, '')})" if status.details.get(r) else r
+                       for r in status.reasons] if status is not None else []
+            out.append("the table is in its safe state: " + (", ".join(reasons) or "a health fault"))
+        if self.verdict_unpublished:
+            out.append("a verdict the bus refused waits unpublished in the outbox")
+        if "bridge" in self._faults:
+            out.append("the firmware link is down")
+        return out
 
     def _refuse_queued(self, why: str) -> None:
         """At close: the events still queued are not applied; those with a handoff are refused

@@ -143,7 +143,7 @@ def test_a_restart_during_a_throw_starts_the_table_stopped_with_lamps_and_shaker
     assert [(b["event"], b["round_id"]) for b in rounds2] == [("stopped", None)]
     assert rounds2[0]["cause"] == ("restart-during-throw: the service stopped during round T1-R-000001 throw 1 "
                                    "(the shaker may have run, its dice were never read): check the dice and "
-                                   "the shaker, then restart the service")
+                                   "the shaker, then resume (craps-table resume) or restart the service")
     alarms = [b["code"] for t, b in pub2.sent if t == "alarm"]
     assert "restart-during-throw-fault" in alarms
     assert shaker2.starts == 0 and drv2.cycle.stopped
