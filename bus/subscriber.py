@@ -279,6 +279,14 @@ class RollSubscriber:
         subscriber cannot know :attr:`head`: the table may have published since."""
         return self._heard
 
+    @property
+    def sockets(self) -> tuple[zmq.Socket, ...]:
+        """The sockets :meth:`receive` reads (the live stream, the replay socket and their
+        monitors), for a caller that waits on them together with its own sockets in one
+        ``zmq.Poller`` (``settle-service`` with its wager intake): when one is readable, call
+        :meth:`receive` (``timeout_s`` 0). Only :meth:`receive` may read them."""
+        return (self._sub, self._dealer, self._mon_dealer, self._mon_sub)
+
     def receive(self, timeout_s: float) -> dict | None:
         """The next envelope in sequence order, or ``None`` if none arrives within ``timeout_s``
         seconds. Heartbeats are consumed here (see :attr:`last_heartbeat`), not returned.

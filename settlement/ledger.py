@@ -25,6 +25,13 @@ Tables (all amounts in cents):
                                              settles the layout ("rode"), its round has a result
                                              ("decided") or it is given back ("returned",
                                              :meth:`Session.return_round_wagers`)
+    intake(wager_id, terminal, request, reply, wid, utc)
+                                          -- one row per wager a player terminal sent
+                                             (settlement/intake.py): its idempotency key, the
+                                             terminal's CURVE public key (NULL without CURVE),
+                                             the request and the reply given (JSON); written in
+                                             the placement's transaction (``wid`` set) or, for a
+                                             refused wager, alone (``wid`` NULL)
 """
 from __future__ import annotations
 
@@ -32,12 +39,15 @@ import copy
 import json
 import os
 import sqlite3
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from .engine import Rejected, Settlement, Table
+from .wagers import Wager
 
-__all__ = ["Session"]
+__all__ = ["Session", "IntakeEntry"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -57,7 +67,29 @@ CREATE TABLE IF NOT EXISTS roll_ids(roll_id TEXT PRIMARY KEY, seq INTEGER NOT NU
 CREATE TABLE IF NOT EXISTS round_wagers(id INTEGER PRIMARY KEY AUTOINCREMENT, round_id TEXT NOT NULL,
     wid INTEGER NOT NULL, player TEXT NOT NULL, amount INTEGER NOT NULL, vig INTEGER NOT NULL,
     placed_at TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'open', seq INTEGER, why TEXT, utc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS intake(wager_id TEXT PRIMARY KEY, terminal TEXT, request TEXT NOT NULL,
+    reply TEXT NOT NULL, wid INTEGER, utc TEXT NOT NULL);
 """
+
+
+@dataclass(frozen=True)
+class IntakeEntry:
+    """A player terminal's wager as the ledger records it with its placement (settlement/intake.py).
+
+    Attributes:
+        wager_id: the terminal's idempotency key (unique in the ledger).
+        terminal: the terminal's CURVE public key (Z85), or ``None`` on a socket without CURVE.
+        request: the request as received, canonical JSON (sorted keys).
+        reply: ``reply(wager, debited_cents, balance_cents)`` -> the reply to store and send:
+            called inside the placement's transaction, with the wager as now on the layout, the
+            cents debited (stake + vig taken at placement) and the player's balance after it.
+    """
+
+    wager_id: str
+    terminal: str | None
+    request: str
+    reply: Callable[[Wager, int, int], dict]
+
 
 
 class DuplicateRoll(ValueError):
@@ -246,7 +278,8 @@ class Session:
                          json.dumps({"request": req, "reason": exc.reason, "rule": exc.rule}, default=str), 0, _utc()))
 
     # ---- changes -------------------------------------------------------------------
-    def place(self, req: dict, *, round_id: str | None = None, placed_at: str | None = None):
+    def place(self, req: dict, *, round_id: str | None = None, placed_at: str | None = None,
+              intake: IntakeEntry | None = None):
         """Make a wager; debits stake + vig taken at placement (cents).
 
         Args:
@@ -255,9 +288,13 @@ class Session:
                 placement is recorded in ``round_wagers`` in the same transaction, so that it can
                 be returned if the round is abandoned or the wager came after no more bets
                 (:meth:`return_round_wagers`; 9 NYCRR 5324.52(c)(1)).
+            intake: a terminal's wager (settlement/intake.py): its ``wager_id``, terminal and
+                reply are written to table ``intake`` in the same transaction, so the wager is
+                placed once and a retry finds the reply (:meth:`intake_answer`).
 
         Raises:
             Rejected: an illegal wager (also recorded).
+            sqlite3.IntegrityError: ``intake.wager_id`` is in the ledger already (nothing placed).
         """
         t = copy.copy(self.table)
         try:
@@ -268,9 +305,15 @@ class Session:
         debit = _outlay(t, w.player) - _outlay(self.table, w.player)
 
         def fn():
-            self._add(w.player, -debit)
-            self._event("bet", w.player, req if round_id is None else
-                        {**req, "round_id": round_id, "placed_at": placed_at}, -debit)
+            bal = self._add(w.player, -debit)
+            record = req if round_id is None else {**req, "round_id": round_id, "placed_at": placed_at}
+            if intake is not None:
+                record = {**record, "wager_id": intake.wager_id, "terminal": intake.terminal}
+            self._event("bet", w.player, record, -debit)
+            if intake is not None:
+                self.db.execute("INSERT INTO intake(wager_id, terminal, request, reply, wid, utc) VALUES(?,?,?,?,?,?)",
+                                (intake.wager_id, intake.terminal, intake.request,
+                                 json.dumps(intake.reply(w, debit, bal), sort_keys=True), w.wid, _utc()))
             if round_id is not None:
                 stake = int(req["amount"])
                 self.db.execute("INSERT INTO round_wagers(round_id, wid, player, amount, vig, placed_at, utc) "
@@ -278,6 +321,31 @@ class Session:
                                                           str(placed_at), _utc()))
         self._commit(t, fn)
         return w
+
+    def intake_answer(self, wager_id: str) -> dict | None:
+        """What the ledger holds for a terminal's ``wager_id`` (settlement/intake.py): ``None``, or
+        ``{"terminal": key or None, "request": canonical JSON, "reply": the reply given (dict),
+        "wid": the wager id on the layout or None (refused)}``."""
+        r = self.db.execute("SELECT terminal, request, reply, wid FROM intake WHERE wager_id=?", (wager_id,)).fetchone()
+        if r is None:
+            return None
+        return {"terminal": r[0], "request": r[1], "reply": json.loads(r[2]), "wid": r[3]}
+
+    def intake_refused(self, wager_id: str, terminal: str | None, request: str, reply: dict) -> None:
+        """Record a terminal's refused wager under its ``wager_id`` with the refusal sent (one
+        transaction, nothing else changed), so that a retry gets the same reply.
+
+        Raises:
+            sqlite3.IntegrityError: ``wager_id`` is in the ledger already.
+        """
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("INSERT INTO intake(wager_id, terminal, request, reply, wid, utc) VALUES(?,?,?,?,NULL,?)",
+                            (wager_id, terminal, request, json.dumps(reply, sort_keys=True), _utc()))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
 
     def open_round_wagers(self, round_id: str | None = None) -> list[dict]:
         """The placements for rounds still ``open`` (no roll since, round without a result, not
