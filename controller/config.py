@@ -401,10 +401,28 @@ class SettlementSection(_Section):
             ``"nj-13-47"``, ``"ny-4620"``, ``"rules-002"``) or the path of a profile TOML file;
             loaded and checked when the config is.
         players: the test players.
+        intake_curve: authenticate and encrypt the wager intake with CURVE: the server is
+            settlement's bus key (``[bus] keys_dir`` / ``subscriber_key``) and only terminals whose
+            public certificate is in ``intake_authorized_dir`` may connect; each wager then records
+            the terminal's public key.
+        intake_endpoint: where ``craps-table settle-service`` takes the player terminals' wagers
+            (settlement/intake.py, a REP socket); ``""``: none. Without ``intake_curve`` it must be
+            a loopback tcp:// or an ipc:// endpoint.
+        intake_authorized_dir: the folder of the terminals' public certificates.
     """
 
     profile: str = "ny-5324"
     players: list[TestPlayer] = Field(default_factory=list)
+    intake_curve: bool = False           # before intake_endpoint: its check reads it
+    intake_endpoint: str = ""
+    intake_authorized_dir: LaxPath = Path("var/settlement/terminals")
+
+    @field_validator("intake_endpoint")
+    @classmethod
+    def _check_intake(cls, v: str, info: ValidationInfo) -> str:
+        from settlement.intake import check_endpoint
+
+        return check_endpoint(v, bool(info.data.get("intake_curve"))) if v else v
 
     @field_validator("profile")
     @classmethod

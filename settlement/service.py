@@ -29,6 +29,9 @@ in sequence order:
   (:meth:`EnvelopeApplier.heard_from_bus`): a round wager is refused while settlement is behind
   that head or has not heard from the table for two heartbeat periods (it may not have applied
   the round's no more bets yet; docs/wagers.md).
+* with ``--intake ENDPOINT``: player terminals' wagers (settlement/intake.py, docs/wagers.md
+  "Terminal intake"), answered from this loop whenever every bus message that has arrived is
+  applied, placed once per ``wager_id`` (kept in the ledger) and acknowledged after the commit.
 * anything else (no roll, boxperson call, other state, alarm): acknowledged, nothing settled
   (9 NYCRR 5324.52(k): a no roll decides nothing).
 * a roll or state message settlement cannot apply (dice that are not two faces 1..6, a
@@ -281,7 +284,7 @@ def _describe(seq: int, dice, outcome: str, s) -> str:
 
 def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: threading.Event,
                            on_line: Callable[[str], None] = print, *, state_path: Path | None = None,
-                           max_rolls: int | None = None, receive_timeout_s: float = 0.2) -> int:
+                           max_rolls: int | None = None, receive_timeout_s: float = 0.2, intake=None) -> int:
     """Run the settlement subscriber until ``stop_event`` is set (or ``max_rolls`` rolls settled).
 
     Args:
@@ -293,6 +296,10 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
         on_line: called with each human-readable line (settled wagers, refusals, warnings).
         state_path: the subscriber's state file (default: ledger path + ".bus").
         max_rolls: stop after settling this many rolls (None = no limit).
+        intake: where player terminals send wagers (:class:`settlement.intake.IntakeConfig`), or
+            ``None`` (none). Served from this loop: a request is answered only when the bus has
+            nothing more to apply (one ``zmq.Poller`` waits on both), so the round gate checks
+            each wager against the latest bus messages.
 
     Returns:
         the number of rolls settled.
@@ -302,9 +309,14 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
             (``bus.subscriber.BusError``); :class:`RollMessageError`: a message of the table
             settlement cannot apply, left unacknowledged (the restarted service meets it again
             until the table is fixed: no roll is skipped); :class:`LedgerBehindError`: the ledger
-            holds fewer bus messages than the state file acknowledged (it lost settled rolls).
+            holds fewer bus messages than the state file acknowledged (it lost settled rolls);
+            :class:`settlement.intake.IntakeSetupError`: the intake cannot be set up.
     """
+    import zmq
+
     from bus.subscriber import RollSubscriber
+
+    from .intake import WagerIntake
 
     prof = load_profile(profile) if isinstance(profile, (str, Path)) else profile
     bettor = LineBettor(players)
@@ -326,17 +338,29 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
             f"settle again from the table's journal from seq {sess.last_bus_seq + 1}, delete {state_path}")
     settled = 0
     applier = EnvelopeApplier(sess, bettor, on_line, heartbeat_s=bus_cfg.heartbeat_s)
+    server, poller = None, zmq.Poller()
     try:
+        if intake is not None:
+            server = WagerIntake(intake.endpoint, curve=intake.curve)
+            for sock in (*sub.sockets, server.sock):
+                poller.register(sock, zmq.POLLIN)
+            on_line(f"wager intake on {server.endpoint}" + (f" (CURVE, {server.terminals} terminal certificate(s) in "
+                                                            f"{intake.curve.authorized_dir})" if intake.curve else ""))
         applier.bet()
         while not stop_event.is_set() and (max_rolls is None or settled < max_rolls):
-            env = sub.receive(receive_timeout_s)
+            env = sub.receive(receive_timeout_s if server is None else 0)
             applier.heard_from_bus(sub.head, sub.last_heard)   # round wagers: is settlement behind?
             if env is None:
+                # the bus applied up to now: answer a terminal, else wait on both sockets
+                if server is not None and not server.serve_one(applier):
+                    poller.poll(int(receive_timeout_s * 1000))
                 continue
             settled += applier.apply(env)
             sess.mark_seen(env["seq"])   # a no roll, an alarm...: a restart resumes after it too
             sub.ack(env["seq"])   # after the ledger commit
     finally:
+        if server is not None:
+            server.close()
         sub.close()
         sess.close()
     return settled
@@ -563,9 +587,11 @@ class EnvelopeApplier:
                              f"wid {o['wid']} returned {_money(o['cents'])}, balance "
                              f"{_money(self.sess.balance(o['player']))} [{RULE}]")
 
-    def place_for_round(self, req: dict):
+    def place_for_round(self, req: dict, intake=None):
         """Place a terminal's wager stamped with ``round_id`` and ``placed_at`` (see
-        settlement/rounds.py) and record the placement with its round in the ledger.
+        settlement/rounds.py) and record the placement with its round in the ledger (with
+        ``intake``, a :class:`settlement.ledger.IntakeEntry`, its wager id and reply too, in the
+        same transaction: settlement/intake.py).
 
         Returns:
             the wager as now on the layout (:class:`settlement.wagers.Wager`; cents).
@@ -581,7 +607,7 @@ class EnvelopeApplier:
         """
         self.rounds.check(req, received_at=None if self.clock is None else self.clock(), bus=self.bus_view())
         return self.sess.place({k: v for k, v in req.items() if k not in ("round_id", "placed_at")},
-                               round_id=req["round_id"], placed_at=req["placed_at"])
+                               round_id=req["round_id"], placed_at=req["placed_at"], intake=intake)
 
 
 def _outcome(sess) -> str:
@@ -611,6 +637,14 @@ def add_arguments(command: str, parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ledger", required=True, type=Path, help="SQLite ledger file")
     parser.add_argument("--players", type=Path, help="JSON file: a list of test players (default: 4 line bettors)")
     parser.add_argument("--max-rolls", type=positive_int, help="stop after settling this many rolls (>= 1)")
+    parser.add_argument("--intake", metavar="ENDPOINT",
+                        help="take player terminals' wagers on this ZeroMQ endpoint (docs/wagers.md \"Terminal "
+                             "intake\"; default: with --config, its [settlement] intake_endpoint; else none); "
+                             "without CURVE only a loopback tcp:// or an ipc:// endpoint")
+    parser.add_argument("--intake-allow", metavar="DIR", type=Path,
+                        help="CURVE on the intake: only terminals whose public certificate (NAME.key) is in DIR "
+                             "connect; the server key is settlement's bus key (default: with --config and "
+                             "[settlement] intake_curve = true, its intake_authorized_dir)")
 
 
 def _subscriber_bus(bus, config: Path):
@@ -634,6 +668,8 @@ def run(command: str, args: argparse.Namespace) -> int:
     from bus.config import BusConfig
     from bus.keys import BusKeyError
     from controller.config import load_config
+
+    from .intake import IntakeSetupError, intake_config
     try:
         table = load_config(args.config) if args.config is not None else None
         # with --config, the table's own pay tables and players unless given: a table configured
@@ -648,6 +684,7 @@ def run(command: str, args: argparse.Namespace) -> int:
         # a subscriber never makes the table's keys; checked before the ledger file is created
         cfg = _subscriber_bus(table.bus, args.config) if table is not None \
             else BusConfig.local(args.bus_dir, make_keys=False)
+        intake = intake_config(args.intake, args.intake_allow, table.settlement if table is not None else None, cfg)
         Session(prof, args.ledger).close()   # a ledger that is not usable (or of another profile): exit 2 now
     except (ProfileError, ValueError, OSError, BusKeyError) as exc:
         print(f"craps-table settle-service: {exc}", file=sys.stderr)
@@ -660,9 +697,9 @@ def run(command: str, args: argparse.Namespace) -> int:
     from bus.subscriber import BusError
     try:
         run_settlement_service(cfg, prof, players, args.ledger, stop, on_line=lambda s: print(s, flush=True),
-                               max_rolls=args.max_rolls)
-    except LedgerBehindError as exc:   # a ledger that lost settled rolls: bad input, not a traceback
-        print(f"craps-table settle-service: {exc}", file=sys.stderr)
+                               max_rolls=args.max_rolls, intake=intake)
+    except (LedgerBehindError, IntakeSetupError) as exc:   # a ledger that lost settled rolls, an intake that
+        print(f"craps-table settle-service: {exc}", file=sys.stderr)   # cannot bind: bad input, not a traceback
         return 2
     except (RollMessageError, BusError) as exc:   # needs an operator: said, not a traceback
         print(f"craps-table settle-service: stopped: {exc}", file=sys.stderr)
