@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resume": ("controller.technician_cli", "clear a stopped automated or stadium rig (technician)"),
     "settle": ("settlement.cli", "settle a JSONL scenario of wagers and rolls (test-bench interface)"),
     "settle-service": ("settlement.service", "subscribe to the roll bus and settle wagers"),
+    "wager": ("settlement.wager_cli", "send a wager to settle-service's wager intake (a test terminal)"),
     "keys": ("bus.cli", "generate CURVE and signing keys for the roll bus"),
     "mcu-sim": ("firmware_bridge.cli", "a simulated table microcontroller on a pseudo-terminal"),
     "calibrate": ("camera.calibrate_cli", "find the ArUco markers and write the table homography"),

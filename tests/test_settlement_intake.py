@@ -367,3 +367,26 @@ def test_settle_service_refuses_a_public_intake_without_curve(tmp_path: Path):
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
     assert p.returncode == 2 and "--intake-allow needs a wager intake endpoint (--intake ENDPOINT)" in p.stderr
 
+
+def test_craps_table_wager_places_a_wager_for_the_current_round_and_shows_the_balance(tmp_path: Path, capsys):
+    from controller.cli import main
+
+    with rig(tmp_path) as r:
+        assert main(["wager", "--endpoint", r.endpoint, "--player", "p2", "--bet", "pass", "--amount", "700"]) == 1
+        assert "no round is open for bets (round None)" in capsys.readouterr().err
+        r.publish_round("bets-open", window_s=3.0)
+        assert main(["wager", "--endpoint", r.endpoint, "--player", "p2", "--bet", "pass", "--amount", "700",
+                     "--wager-id", "cli-1"]) == 0
+        placed = json.loads(capsys.readouterr().out)
+        assert (placed["ok"], placed["wager_id"], placed["round_id"], placed["balance_cents"]) == (True, "cli-1", RID,
+                                                                                                 -700)
+        assert main(["wager", "--endpoint", r.endpoint, "--balance", "p2"]) == 0
+        assert json.loads(capsys.readouterr().out)["balance_cents"] == -700
+        # a come bet before the come-out roll: the engine's refusal, exit status 1
+        assert main(["wager", "--endpoint", r.endpoint, "--player", "p2", "--bet", "come", "--amount", "500"]) == 1
+        out = capsys.readouterr()
+        assert json.loads(out.out)["rule"].startswith("9 NYCRR 5324.52(b)(3)")
+        assert "refused: a come bet may be made only after the come-out roll" in out.err
+        with pytest.raises(SystemExit) as exc:   # argparse: not integer cents
+            main(["wager", "--endpoint", r.endpoint, "--player", "p2", "--bet", "pass", "--amount", "7.5"])
+        assert exc.value.code == 2
