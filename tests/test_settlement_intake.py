@@ -390,3 +390,25 @@ def test_craps_table_wager_places_a_wager_for_the_current_round_and_shows_the_ba
         with pytest.raises(SystemExit) as exc:   # argparse: not integer cents
             main(["wager", "--endpoint", r.endpoint, "--player", "p2", "--bet", "pass", "--amount", "7.5"])
         assert exc.value.code == 2
+
+
+def test_the_table_config_gives_the_intake_off_by_default_and_never_public_without_curve(tmp_path: Path):
+    from pydantic import ValidationError
+
+    from controller.config import TableConfig
+    from settlement.intake import intake_config
+
+    with pytest.raises(ValidationError, match="(?s)settlement.intake_endpoint.*without CURVE"):
+        TableConfig(settlement={"intake_endpoint": "tcp://0.0.0.0:5570"})
+    bus = BusConfig.local(tmp_path / "bus")
+    allow = tmp_path / "terminals"
+    allow.mkdir()
+    assert intake_config(None, None, TableConfig().settlement, bus) is None          # off unless given
+    assert intake_config(None, None, None, bus) is None
+    st = TableConfig(settlement={"intake_endpoint": "tcp://0.0.0.0:5570", "intake_curve": True,
+                                 "intake_authorized_dir": str(allow)}).settlement
+    assert intake_config(None, None, st, bus) == IntakeConfig(
+        "tcp://0.0.0.0:5570", IntakeCurve(bus.keys_dir / "settlement.key_secret", allow))
+    assert intake_config("ipc:///tmp/x", None, None, bus) == IntakeConfig("ipc:///tmp/x")   # --intake, plain
+    with pytest.raises(IntakeSetupError, match="CURVE allow-list folder .*nowhere does not exist"):
+        intake_config("tcp://0.0.0.0:5570", tmp_path / "nowhere", None, bus)
