@@ -121,6 +121,10 @@ REQUEST_MAX_BYTES = 64 * 1024
 #: commit, or a resume or stop (:func:`handle_request` ``confirm_s``): the service acts at
 #: its next frame or tick (<= 0.1 s apart); below ``craps-table decide --timeout`` (5 s)
 CONFIRM_S = 2.0
+#: how many decided and superseded calls a :class:`CallRegistry` remembers (the newest): enough
+#: for "already decided" and "superseded" answers to a console that is late by far more than
+#: a shift's calls, while a table that runs for weeks does not keep every call in memory.
+KEEP_DONE = 1000
 
 
 class DecisionError(ValueError):
@@ -249,13 +253,24 @@ class CallRegistry:
             :meth:`supersede` hold the registry's gate, a re-entrant lock, until it returns),
             outside the lock that guards the calls: it may read the registry, and must not
             wait on another thread that answers.
+        keep: decided and superseded calls remembered, the newest (>= 1; default
+            :data:`KEEP_DONE`): an answer to one of them is refused naming its decision or why
+            it was superseded; an answer to an older one is refused as having no pending call.
+            The table service opens a call only for the verdict it has just published (a new
+            roll id), so a forgotten call is never opened again.
+
+    Raises:
+        ValueError: ``timeout_s`` not > 0, or ``keep`` < 1.
     """
 
     def __init__(self, timeout_s: float = 120.0, *, clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], datetime] = _utc_now,
-                 on_decision: Callable[[Decision], None] | None = None) -> None:
+                 on_decision: Callable[[Decision], None] | None = None, keep: int = KEEP_DONE) -> None:
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ValueError(f"keep must be an int >= 1, got {keep!r}")
+        self.keep = keep
         self.timeout_s = float(timeout_s)
         self.clock = clock
         self.wall_clock = wall_clock
@@ -361,7 +376,7 @@ class CallRegistry:
                 decision = Decision(roll_id, call.reason, OUTCOME_VOID if void else OUTCOME_DICE, values, who,
                                     self.wall_clock().isoformat(), now - call.opened, console)
                 del self._calls[roll_id]
-                self._decided[roll_id] = decision
+                self._remember(self._decided, roll_id, decision)
             self.commits.expect(roll_id)
             self._done(decision)
         return decision
@@ -401,8 +416,8 @@ class CallRegistry:
                     d = Decision(r, call.reason, OUTCOME_SUPERSEDED, None, WHO_SUPERSEDED,
                                  self.wall_clock().isoformat(), now - call.opened)
                     del self._calls[r]
-                    self._decided[r] = d
-                    self._why[r] = why or SUPERSEDED_WHY
+                    self._remember(self._decided, r, d)
+                    self._remember(self._why, r, why or SUPERSEDED_WHY)
                     out.append(d)
             for d in out:
                 log.warning("boxperson call %s superseded: %s; void", d.roll_id, why or SUPERSEDED_WHY)
@@ -421,11 +436,19 @@ class CallRegistry:
                         d = Decision(roll_id, call.reason, OUTCOME_TIMEOUT, None, WHO_TIMEOUT,
                                      self.wall_clock().isoformat(), now - call.opened)
                         del self._calls[roll_id]
-                        self._decided[roll_id] = d
+                        self._remember(self._decided, roll_id, d)
                         out.append(d)
             for d in out:
                 self._done(d)
         return out
+
+    def _remember(self, done: dict, roll_id: str, value) -> None:
+        """Record ``roll_id`` in ``done`` (decided or superseded; under the lock), forgetting
+        the oldest beyond :attr:`keep`."""
+        done.pop(roll_id, None)
+        done[roll_id] = value
+        while len(done) > self.keep:
+            del done[next(iter(done))]
 
     def _done(self, d: Decision) -> None:
         log.info("boxperson decision %s: %s %s by %s at %s%s", d.roll_id, d.outcome, d.dice or "", d.who, d.at_utc,

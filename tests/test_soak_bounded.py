@@ -1,0 +1,60 @@
+"""Long-run bounds: what the table service keeps per throw, per call or per message must stay
+bounded after many of them (the Pi runs the service for weeks; bench/soak_memory.py measures the
+whole process). Each test makes many more operations than the structure may hold and asserts its
+size."""
+from __future__ import annotations
+
+import pytest
+
+from controller.boxperson import CallRegistry, DecisionError
+
+
+def _decided_calls(registry: CallRegistry, n: int) -> None:
+    for i in range(n):
+        rid = f"table-1-{i:08d}"
+        registry.open(rid, "face-unreadable", b"png")
+        registry.answer(rid, who="ann", dice=[3, 4])
+
+
+def test_call_registry_keeps_a_bounded_number_of_decided_calls():
+    registry = CallRegistry(timeout_s=60.0, clock=lambda: 0.0)
+    _decided_calls(registry, 1500)
+    assert len(registry._decided) == 1000   # controller.boxperson.KEEP_DONE
+    assert registry.pending() == []
+    # the newest are still known: an answer to one is refused naming its decision
+    with pytest.raises(DecisionError, match=r"table-1-00001499: already decided \(dice by ann"):
+        registry.answer("table-1-00001499", who="bob", void=True)
+    assert registry.decision("table-1-00000500").dice == (3, 4)
+    # the oldest are forgotten: refused all the same, with no decision taken
+    assert registry.decision("table-1-00000499") is None
+    with pytest.raises(DecisionError, match="table-1-00000000: no pending boxperson call"):
+        registry.answer("table-1-00000000", who="bob", void=True)
+
+
+def test_call_registry_keeps_a_bounded_number_of_timed_out_and_superseded_calls():
+    now = [0.0]
+    registry = CallRegistry(timeout_s=1.0, clock=lambda: now[0], keep=20)
+    for i in range(100):           # each call times out
+        registry.open(f"t-{i:08d}", "face-unreadable", b"")
+        now[0] += 2.0
+        assert [d.outcome for d in registry.expire()] == ["timeout"]
+    for i in range(100, 200):      # each call superseded by the next verdict
+        registry.open(f"t-{i:08d}", "face-unreadable", b"")
+        assert [d.roll_id for d in registry.supersede(f"t-{i + 1:08d}")] == [f"t-{i:08d}"]
+    assert len(registry._decided) == 20 and len(registry._why) == 20
+    assert list(registry._decided)[0] == "t-00000180" and list(registry._why)[0] == "t-00000180"
+    assert registry.decision("t-00000199").outcome == "superseded"
+    with pytest.raises(DecisionError, match="t-00000199: superseded: "):
+        registry.answer("t-00000199", who="ann", dice=[1, 1])
+    with pytest.raises(DecisionError, match="t-00000179: no pending boxperson call"):
+        registry.answer("t-00000179", who="ann", dice=[1, 1])
+    # a call still pending is never forgotten, however many are decided after it
+    registry.open("t-00000300", "face-unreadable", b"")
+    _decided_calls(registry, 50)
+    assert [c.roll_id for c in registry.pending()] == ["t-00000300"]
+
+
+@pytest.mark.parametrize("keep", [0, -1, 1.5, True, "10"])
+def test_call_registry_refuses_a_bad_keep(keep):
+    with pytest.raises(ValueError, match="keep must be an int >= 1"):
+        CallRegistry(keep=keep)
