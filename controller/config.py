@@ -308,7 +308,8 @@ class LampsSection(_Section):
         driver: ``"gpiozero"`` (GPIO pins on the Pi), ``"firmware"`` (the table
             microcontroller over the firmware bridge) or ``"none"``.
         pin_factory: gpiozero pin factory: ``""`` (gpiozero's default, ``GPIOZERO_PIN_FACTORY``),
-            ``"lgpio"``, ``"rpigpio"``, ``"pigpio"``, ``"native"`` or ``"mock"`` (no hardware).
+            ``"lgpio"``, ``"rpigpio"``, ``"pigpio"``, ``"native"`` or ``"mock"`` (no hardware; each
+            pin keeps its newest 1,000 level changes, controller/mock_pins.py).
         pins: lamp name -> BCM pin number (lamps left out are not driven).
         active_high: a high level lights the lamp.
         pwm: dim with PWM (``brightness``).

@@ -44,7 +44,7 @@ _PIN_FACTORIES = {
     "rpigpio": ("gpiozero.pins.rpigpio", "RPiGPIOFactory"),
     "pigpio": ("gpiozero.pins.pigpio", "PiGPIOFactory"),
     "native": ("gpiozero.pins.native", "NativeFactory"),
-    "mock": ("gpiozero.pins.mock", "MockFactory"),
+    "mock": ("controller.mock_pins", "BoundedMockFactory"),  # MockFactory, with a bounded pin history
 }
 
 

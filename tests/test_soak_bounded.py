@@ -58,3 +58,31 @@ def test_call_registry_keeps_a_bounded_number_of_timed_out_and_superseded_calls(
 def test_call_registry_refuses_a_bad_keep(keep):
     with pytest.raises(ValueError, match="keep must be an int >= 1"):
         CallRegistry(keep=keep)
+
+
+def test_mock_pin_lamps_keep_a_bounded_history():
+    """[lamps] pin_factory = "mock" (the demo, a bench machine without a Pi): gpiozero's mock pins
+    append every level change to ``states``; the service's pins keep the newest 1,000."""
+    from controller.config import parse_config
+    from controller.service_cli import build_lamp_driver
+
+    cfg = parse_config({"lamps": {"driver": "gpiozero", "pin_factory": "mock"}})
+    driver = build_lamp_driver(cfg)
+    try:
+        for _ in range(1500):      # 3,000 level changes of one lamp's pin
+            driver.set_lamp("point-4", "on")
+            driver.set_lamp("point-4", "off")
+        pin = driver._board.point_4.pin
+        assert len(pin.states) == 1000   # controller.mock_pins.MOCK_PIN_HISTORY
+        assert [s.state for s in list(pin.states)[-2:]] == [True, False]
+        pin.assert_states([True, False, True, False])  # the newest, as gpiozero's tests read them
+    finally:
+        driver.close()
+
+
+def test_bounded_mock_factory_refuses_a_bad_history():
+    from controller.mock_pins import BoundedMockFactory
+
+    for bad in (0, -5, 2.0, True):
+        with pytest.raises(ValueError, match="history must be an int >= 1"):
+            BoundedMockFactory(history=bad)
