@@ -267,7 +267,15 @@ class RefusalLog(logging.LoggerAdapter):
         logger: where to log (e.g. ``logging.getLogger("bus.auth")``).
         what: the server, for the message (e.g. ``"roll bus"``, ``"boxperson commands"``).
         every_s: seconds between two warnings of one message.
+
+    At most :attr:`KEEP` messages are remembered (each refused key makes its own): past that,
+    those last warned more than ``every_s`` ago are forgotten (their next refusal is warned
+    about anyway), then the oldest, so a stream of refused keys cannot grow the service's
+    memory while it runs for weeks.
     """
+
+    #: refusal messages remembered at most
+    KEEP = 256
 
     def __init__(self, logger: logging.Logger, what: str, every_s: float = 60.0) -> None:
         super().__init__(logger, {})
@@ -290,5 +298,10 @@ class RefusalLog(logging.LoggerAdapter):
             return
         more = f" ({held} more refusals like it held back)" if held else ""
         self.logger.warning("%s: a client was refused by CURVE authentication: %s%s", self.what, text, more)
+        self._last.pop(text, None)
+        if len(self._last) >= self.KEEP:
+            self._last = {k: v for k, v in self._last.items() if now - v[0] < self.every_s}
+            while len(self._last) >= self.KEEP:
+                del self._last[next(iter(self._last))]
         self._last[text] = (now, 0)
 

@@ -86,3 +86,27 @@ def test_bounded_mock_factory_refuses_a_bad_history():
     for bad in (0, -5, 2.0, True):
         with pytest.raises(ValueError, match="history must be an int >= 1"):
             BoundedMockFactory(history=bad)
+
+
+def test_refusal_log_remembers_a_bounded_number_of_refused_keys(monkeypatch, caplog):
+    """The CURVE refusal log (bus/keys.py) keeps one entry per refusal message, and each refused
+    client key makes its own: a stream of keys must not grow it for as long as the table runs."""
+    import logging
+
+    import bus.keys as keys
+
+    now = {"t": 100.0}
+    monkeypatch.setattr(keys.time, "monotonic", lambda: now["t"])
+    caplog.set_level(logging.WARNING, logger="test.auth")
+    log = keys.RefusalLog(logging.getLogger("test.auth"), "roll bus", every_s=60.0)
+    for i in range(1000):                  # 1,000 keys within a minute
+        log.debug("%s (CURVE auth_callback) domain=%s client_key=%s", "DENIED", "*", f"k{i}".encode())
+        now["t"] += 0.01
+    assert len(log._last) == 256           # RefusalLog.KEEP
+    assert len([r for r in caplog.records if r.levelname == "WARNING"]) == 1000   # each new key warned
+    log.debug("%s (CURVE auth_callback) domain=%s client_key=%s", "DENIED", "*", b"k999")   # the newest:
+    assert len(caplog.records) == 1000    # held back, as before
+    now["t"] += 120.0                      # later: the old entries go first
+    for i in range(1000, 1010):
+        log.debug("%s (CURVE auth_callback) domain=%s client_key=%s", "DENIED", "*", f"k{i}".encode())
+    assert len(log._last) == 10 and len(caplog.records) == 1010
