@@ -392,6 +392,11 @@ def _soak(args: argparse.Namespace) -> int:
         print(f"growth from verdict {first.verdicts} to {last.verdicts} (least squares over {len(warm)} samples):")
         print(f"  RSS         {last.rss_mb - first.rss_mb:+8.2f} MiB   {slope_per_1000(warm, 'rss_mb'):+8.2f} MiB "
               f"per 1,000 verdicts")
+        late = warm[len(warm) // 2:]
+        if len(late) >= 2 and len(late) < len(warm):
+            print(f"  RSS late    {late[-1].rss_mb - late[0].rss_mb:+8.2f} MiB   "
+                  f"{slope_per_1000(late, 'rss_mb'):+8.2f} MiB per 1,000 verdicts (from verdict {late[0].verdicts}: past the "
+                  "warm-up of caches and allocator arenas)")
         if args.trace:
             print(f"  RSS - tracer {(last.rss_mb - last.tracer_mb) - (first.rss_mb - first.tracer_mb):+7.2f} MiB   "
                   f"{slope_per_1000(warm, 'rss_mb') - slope_per_1000(warm, 'tracer_mb'):+8.2f} MiB per 1,000 verdicts")
