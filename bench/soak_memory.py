@@ -349,14 +349,14 @@ def _soak(args: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 stopped_by_time = True
                 return True
-            return False
+            return n >= args.throws  # here, not max_verdicts: the last sample is taken with all running
 
         try:
             service, _ = build_service(cfg, source, publisher=publisher, lamp_driver=build_lamp_driver(cfg),
                                        on_message=on_message, health=True if args.health else None,
                                        reader=synthetic_reader if args.source == "synthetic" else None)
             sample_now(0)
-            service.run(source, max_verdicts=args.throws, should_stop=should_stop)
+            service.run(source, should_stop=should_stop)
             n = service.stats.total_verdicts
             if not samples or samples[-1].verdicts != n:
                 sample_now(n)
