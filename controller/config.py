@@ -103,6 +103,12 @@ class VisionSection(_Section):
             rate: 8 frames are 0.27 s at 30 fps, 0.13 s at 60 fps).
         rest_timeout_s: seconds from the first motion of a throw after which a throw not at rest
             is a no roll (9 NYCRR 5324.52(k)(2)(vi)).
+        max_frame_gap_s: the largest step between two frames' times taken as time passing, s;
+            a frame time going back, or forward by more, is a step of the source's clock
+            (controller/frame_clock.py): named (WARNING, metric), the service's frame clock
+            carried on at the usual interval, and a throw in motion then a no roll
+            ``table-fault`` (its timing was not seen). Keep it at or above ``[health]
+            frame_timeout_s``.
         min_confidence: a face read with lower confidence (0..1) is in dispute: boxperson
             (5324.52(h)(1)(ii)).
         min_presence: a detection with no value and lower confidence than this (0..1) is not
@@ -127,6 +133,7 @@ class VisionSection(_Section):
     still_frames: int = Field(8, ge=1, le=1000)
     still_s: float = Field(0.2, ge=0.0, le=5.0)
     rest_timeout_s: float = Field(10.0, gt=0, le=600)
+    max_frame_gap_s: float = Field(1.0, gt=0, le=600)
     min_confidence: float = Field(0.8, ge=0, le=1)
     min_presence: float = Field(0.3, ge=0, le=1)
     same_die_tolerance_px: float = Field(12.0, gt=0)

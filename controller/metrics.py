@@ -12,6 +12,11 @@ Metrics (namespace ``craps_table``):
 ``craps_table_last_sequence``          gauge      ``seq`` of the last envelope published
 ``craps_table_safe_state``             gauge      1 while the table is in its safe state
 ``craps_table_faults_total``           counter    label ``reason``: health faults entered
+``craps_table_clock_jumps_total``      counter    label ``clock``: steps of a clock named:
+                                                  ``frame`` (the source's frame times,
+                                                  controller/frame_clock.py), ``wall`` (the
+                                                  UTC clock of the bus's stamps,
+                                                  bus/wallclock.py)
 =====================================  =========  ==========================================
 
 Example::
@@ -96,6 +101,8 @@ class TableMetrics:
         self.safe_state = Gauge("craps_table_safe_state", "1 while the table is in its safe state.",
                                 registry=r)
         self.faults = Counter("craps_table_faults", "Health faults entered.", ["reason"], registry=r)
+        self.clock_jumps = Counter("craps_table_clock_jumps", "Clock steps named (time going back or jumping).",
+                                   ["clock"], registry=r)
         self._times: deque[float] = deque()
         self.fps.set_function(self.frames_per_second)
         self._server = None
@@ -133,6 +140,11 @@ class TableMetrics:
     def verdict(self, verdict: str, reason: str | None) -> None:
         """A verdict was published (``reason`` ``None`` is counted as ``"none"``)."""
         self.verdicts.labels(verdict=verdict, reason=reason or "none").inc()
+
+    def clock_jump(self, clock: str) -> None:
+        """A step of ``clock`` (``"frame"`` or ``"wall"``) was named: its time went back or
+        jumped (controller/frame_clock.py, bus/wallclock.py)."""
+        self.clock_jumps.labels(clock=clock).inc()
 
     def sequence(self, seq: int) -> None:
         """The ``seq`` of the last envelope published on the bus."""

@@ -30,6 +30,7 @@ import cv2
 import numpy as np
 
 from camera.base import Frame, FrameError, FrameSource, check_frame
+from controller.frame_clock import ClockStep, FrameClock
 from controller.game import GameState, advance
 from controller.health import HealthMonitor, HealthStatus, frame_digest, frame_level
 from controller.lamps import LampController
@@ -203,6 +204,8 @@ class ServiceStats:
             (the last 10,000).
         faults: faults seen (reader or source errors).
         offers: sets of dice offered to a new shooter (controller/offer.py): no verdict.
+        clock_steps: steps of the source's frame clock (a time going back, or jumping forward
+            by more than ``max_frame_gap_s``: :meth:`TableService._clock_stepped`).
     """
 
     frames: int = 0
@@ -210,6 +213,7 @@ class ServiceStats:
     latencies_s: deque = field(default_factory=lambda: deque(maxlen=10_000))
     faults: int = 0
     offers: int = 0
+    clock_steps: int = 0
 
     @property
     def total_verdicts(self) -> int:
@@ -260,6 +264,13 @@ class TableService(TableCommands):
         shooter_change: ``"any-roll"`` (9 NYCRR 5324.52(i)(1)) or ``"decision"`` (9 NYCRR
             4620.3(c)(5), N.J.A.C. 13:47-20.25(g)6): a voluntary shooter change while a point is
             pending is refused under ``"decision"`` (:meth:`relinquish`).
+        max_frame_gap_s: the largest step between two frames' times taken as time passing, s
+            (``[vision] max_frame_gap_s``): a frame time going back, or jumping forward by more,
+            is a step of the source's clock (:class:`controller.frame_clock.FrameClock`, see
+            :meth:`_clock_stepped`).
+
+    Raises:
+        ValueError: an unknown ``shooter_change``; ``max_frame_gap_s`` not a number > 0.
     """
 
     #: seconds between health checks while no frame comes (controller/health.py: <= 0.1 s)
@@ -273,7 +284,7 @@ class TableService(TableCommands):
                  journalled_rolls: Callable[[int], dict[str, int]] | None = None,
                  observe: Observer | None = None, read_crop: bool = False, metrics=None,
                  health: HealthMonitor | None = None, live: bool = False,
-                 shooter_change: str = "any-roll") -> None:
+                 shooter_change: str = "any-roll", max_frame_gap_s: float = 1.0) -> None:
         self.table_id = table_id
         if shooter_change not in SHOOTER_CHANGES:
             raise ValueError(f"shooter_change must be 'any-roll' or 'decision', not {shooter_change!r}")
@@ -329,6 +340,8 @@ class TableService(TableCommands):
         self._digest: bytes | None = None  # the last frame's digest (with a health monitor)
         self._repeats = 0  # frames in a row identical, byte for byte, to the frame before
         self._clock_ref = (0.0, time.monotonic())
+        #: the frame clock: the source's frame times kept rising and free of jumps
+        self.frame_times = FrameClock(max_frame_gap_s)
         #: the round driver of an automated / stadium rig (controller/automation.py), or None
         self.rounds = None
 
@@ -583,11 +596,16 @@ class TableService(TableCommands):
         except FrameError as exc:  # skipped: a frame-fault alarm names what is wrong
             self._raise_fault("frame", str(exc))
             return None
+        t, clock_step = self.frame_times.time(frame.t)
+        if t != frame.t:  # the source's clock stepped: the frame on the service's frame clock
+            frame = replace(frame, t=t)
         self._now = float(frame.t)
         self._clock_ref = (self._now, time.monotonic())
         self._clear_fault("frame")
         shape, self._shape = self._shape, frame.image.shape
         in_throw = self.lifecycle.phase == IN_MOTION
+        if clock_step is not None:
+            self._clock_stepped(frame, clock_step, in_throw)
         self._drain_inbox()
         if self._outbox_blocked and time.monotonic() - self._last_retry >= 1.0:
             self._last_retry = time.monotonic()
@@ -662,6 +680,26 @@ class TableService(TableCommands):
         if self.health is None or self.health.config.frozen_after_s is None:
             return False
         return self._repeats >= self.lifecycle.still_frames
+
+    def _clock_stepped(self, frame: Frame, step: ClockStep, in_throw: bool) -> None:
+        """The source's frame time went back, or jumped forward by more than ``max_frame_gap_s``
+        (:class:`controller.frame_clock.FrameClock`): the frame is already on the service's frame
+        clock, carried on at the usual frame interval, so no rest, rest timeout (9 NYCRR
+        5324.52(k)(2)(vi)) or round time is cut short or made endless by it. Named: a WARNING
+        (event ``frame-clock-step``), :attr:`ServiceStats.clock_steps` and the metric
+        ``craps_table_clock_jumps_total{clock="frame"}``. During a throw the throw's timing was
+        not seen (its rest, its track's speeds, its far-wall window): its verdict is a no roll
+        ``table-fault`` (``frame-clock`` in its ``faults``, as ``frame-changed``) and a
+        ``frame-fault`` alarm names the step."""
+        message = (f"frame {frame.index} of {frame.source or 'the source'}: {step.describe()}"
+                   + ("; during a throw: the throw is a no roll table-fault" if in_throw else ""))
+        log.warning("%s", message, extra={"event": "frame-clock-step", "kind": step.kind, "gap_s": step.gap_s})
+        self.stats.clock_steps += 1
+        if self.metrics is not None and hasattr(self.metrics, "clock_jump"):
+            self.metrics.clock_jump("frame")
+        if in_throw:
+            self._taint.add("frame-clock")
+            self._raise_fault("frame", message)
 
     def _frame_changed(self, frame: Frame, before: tuple[int, ...]) -> None:
         """A frame of another size or colour format than the one before it, during a throw (a

@@ -496,7 +496,8 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         policy=cfg.rules.build(), min_confidence=v.min_confidence, min_presence=v.min_presence,
         area=area, on_message=on_message, read_crop=v.read_crop, metrics=metrics,
         journalled_rolls=lambda after: journal_roll_ids(cfg.bus.journal_path, after),
-        observe=observer, shooter_change=cfg.rules.load_profile().shooter_change)
+        observe=observer, shooter_change=cfg.rules.load_profile().shooter_change,
+        max_frame_gap_s=v.max_frame_gap_s)
     service.closers.extend(closers)
     late_post.append(service.post)   # the boxperson command socket's table commands
     link = getattr(driver, "link", None)
