@@ -175,6 +175,11 @@ class Journal:
                                  (topic,)).fetchone()
         return None if row is None else (int(row[0]), bytes(row[1]))
 
+    def last_ts(self) -> str | None:
+        """The ``ts`` (ISO 8601 UTC) of the last message held, or ``None`` if none is held."""
+        row = self._conn.execute("SELECT ts FROM messages ORDER BY seq DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
     def prune(self, upto: int) -> int:
         """Delete messages with seq <= ``upto``. Returns how many were deleted. The caller
         decides that they are acknowledged; ``last_seq`` is unchanged."""

@@ -30,6 +30,7 @@ from bus.config import BusConfig
 from bus.journal import AckStore, Journal, acks_path
 from bus.keys import BusKeyError, RefusalLog, check_allow_list, key_files, load_curve_secret, load_signing_key
 from bus.ratelimit import PeerRateLimiter
+from bus.wallclock import WallClock
 
 log = logging.getLogger("bus.publisher")
 
@@ -85,6 +86,11 @@ class RollPublisher:
         auto_heartbeat: run the heartbeat in the background thread every ``cfg.heartbeat_s``
             when idle (default). With it off, call :meth:`heartbeat` at least every second.
         on_heartbeat: ``callback(sent)`` after each heartbeat (:meth:`add_heartbeat_listener`).
+        clock: the watched UTC clock of the envelopes' ``ts`` (default a
+            :class:`bus.wallclock.WallClock` on ``time.time``): a step of it (time going back
+            or jumping, or a clock behind the journal's last ``ts`` at start) is logged at
+            WARNING and counted in ``stats["clock_steps"]`` (:attr:`clock`'s step listeners
+            for more); the stamps stay the clock's readings.
     Raises:
         ValueError: ``table_id`` differs from ``cfg.table_id``.
         bus.keys.BusKeyError: the table's key files are missing (run ``craps-table keys
@@ -99,7 +105,7 @@ class RollPublisher:
 
     def __init__(self, cfg: BusConfig, table_id: str | None = None, *,
                  on_alarm: AlarmCallback | None = None, auto_heartbeat: bool = True,
-                 on_heartbeat: Callable[[bool], None] | None = None):
+                 on_heartbeat: Callable[[bool], None] | None = None, clock: WallClock | None = None):
         table_id = cfg.table_id if table_id is None else table_id
         if table_id != cfg.table_id:
             raise ValueError(f"table_id {table_id!r} differs from BusConfig.table_id {cfg.table_id!r}; "
@@ -109,9 +115,12 @@ class RollPublisher:
         self._on_alarm = on_alarm
         self._hb_listeners: list[Callable[[bool], None]] = [on_heartbeat] if on_heartbeat else []
         self.stats = {"published": 0, "hwm_alarms": 0, "heartbeats": 0, "replayed": 0, "acks": 0,
-                      "replay_refused": 0}
+                      "replay_refused": 0, "clock_steps": 0}
         self._limiter = PeerRateLimiter(cfg.replay_rate, cfg.replay_burst)
         self._refusals_logged: dict[str, tuple[float, int]] = {}   # peer -> (time logged, refused since)
+        #: the watched clock of the envelopes' ``ts`` (bus/wallclock.py)
+        self.clock = clock if clock is not None else WallClock("bus publisher")
+        self.clock.add_step_listener(self._clock_stepped)
         kf = key_files(cfg.keys_dir, cfg.table_key)
         self._public, self._secret = load_curve_secret(kf.curve_secret)
         self._signer = load_signing_key(kf.sign_secret)
@@ -131,6 +140,11 @@ class RollPublisher:
             self._journal = Journal(cfg.journal_path, autocheckpoint=False)  # the thread checkpoints
             self.journal_id = self._journal.journal_id
             self._last_seq = self._journal.last_seq
+            last_ts = self._journal.last_ts()
+            if last_ts is not None:  # new stamps must not go back behind the journal's (named if they do)
+                self.clock.not_before(last_ts, f"the last message of journal {cfg.journal_path} "
+                                               f"(seq {self._last_seq})")
+                self.clock.now()
             self._auth = ThreadAuthenticator(self._ctx, log=RefusalLog(logging.getLogger("bus.auth"), "roll bus"))
             self._auth.start()
             self._auth.configure_curve(domain="*", location=str(cfg.allow_dir))
@@ -214,7 +228,7 @@ class RollPublisher:
 
         def build(seq: int, journal_id: str) -> tuple[str, bytes]:
             env, wire = envmod.seal(self._signer, journal_id=journal_id, seq=seq, table_id=self.table_id,
-                                    topic=topic, body=body)
+                                    topic=topic, body=body, ts=self.clock.iso())
             out["env"] = env
             return env["ts"], wire
 
@@ -232,7 +246,7 @@ class RollPublisher:
         with self._pub_lock:
             seq = self._last_seq
             _, wire = envmod.seal(self._signer, journal_id=self.journal_id, seq=seq, table_id=self.table_id,
-                                  topic=envmod.HEARTBEAT, body={"last_seq": seq})
+                                  topic=envmod.HEARTBEAT, body={"last_seq": seq}, ts=self.clock.iso())
             self.stats["heartbeats"] += 1
             sent = self._send(envmod.HEARTBEAT, wire, None)
         for fn in list(self._hb_listeners):
@@ -240,6 +254,10 @@ class RollPublisher:
                 fn(sent)
             except Exception:  # a listener must not break the heartbeat (or the replay thread)
                 log.exception("bus heartbeat listener failed")
+
+    def _clock_stepped(self, step_s: float) -> None:
+        """A step of :attr:`clock` was named (logged by it): counted."""
+        self.stats["clock_steps"] += 1
 
     def add_heartbeat_listener(self, fn: Callable[[bool], None]) -> None:
         """Call ``fn(sent)`` after every heartbeat (usually from the background thread):
@@ -421,7 +439,7 @@ class RollPublisher:
                 _, header = envmod.seal(self._signer, journal_id=journal.journal_id, seq=head,
                                         table_id=self.table_id, topic=envmod.REPLAY_HEADER,
                                         body={"from": start, "first": journal.first_seq(), "head": head,
-                                              "count": len(rows), "nonce": nonce})
+                                              "count": len(rows), "nonce": nonce}, ts=self.clock.iso())
                 # NOBLOCK: a subscriber that asks and does not read fills its queue (SNDHWM); the
                 # reply is then dropped (it asks again) rather than blocking this thread, which
                 # also sends the heartbeats and serves every other subscriber
@@ -435,7 +453,7 @@ class RollPublisher:
                     raise ValueError("ack for another journal")
                 if seq > journal.last_seq:
                     raise ValueError(f"ack {seq} beyond the last sequence number {journal.last_seq}")
-                acks.record(subscriber, seq, envmod.utc_now_iso())
+                acks.record(subscriber, seq, self.clock.iso())
                 self.stats["acks"] += 1
                 self._prune_due = True
             else:

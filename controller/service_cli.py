@@ -499,6 +499,9 @@ def build_service(cfg: TableConfig, source: FrameSource, *, publisher=None, lamp
         observe=observer, shooter_change=cfg.rules.load_profile().shooter_change,
         max_frame_gap_s=v.max_frame_gap_s)
     service.closers.extend(closers)
+    stamps = getattr(publisher, "clock", None)   # the bus's stamp clock (bus/wallclock.py)
+    if metrics is not None and hasattr(stamps, "add_step_listener"):
+        stamps.add_step_listener(lambda step_s: metrics.clock_jump("wall"))
     late_post.append(service.post)   # the boxperson command socket's table commands
     link = getattr(driver, "link", None)
     if link is None and cfg.firmware is not None:
