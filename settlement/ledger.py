@@ -40,10 +40,11 @@ import json
 import os
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from .clock import utc_now as _watched_utc_now
 from .engine import Rejected, Settlement, Table
 from .wagers import Wager
 
@@ -112,7 +113,8 @@ def _outlay(table: Table, player: str) -> int:
 
 
 def _utc() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    """Now, UTC, ISO 8601 to the millisecond: settlement's watched clock (settlement/clock.py)."""
+    return _watched_utc_now().isoformat(timespec="milliseconds")
 
 
 def _create(prof, path: Path) -> None:

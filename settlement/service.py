@@ -69,13 +69,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from camera.argtypes import positive_int
 
+from .clock import utc_now as _watched_utc_now
 from .engine import Rejected
 from .ledger import DuplicateRoll, Session
 from .profile import ProfileError, load_profile
@@ -403,8 +404,8 @@ def _message_problem(env: dict) -> str | None:
 
 
 def _utc_now() -> datetime:
-    """Settlement's clock: now, UTC (aware)."""
-    return datetime.now(timezone.utc)
+    """Settlement's clock: now, UTC (aware), watched for steps (settlement/clock.py)."""
+    return _watched_utc_now()
 
 
 class EnvelopeApplier:

@@ -299,3 +299,37 @@ def test_a_stamp_far_from_its_receipt_is_refused(tmp_path):
         assert MAX_STAMP_AGE_S == 2.0 and [w.player for w in sess.table.wagers] == ["p1"]
     finally:
         sess.close()
+
+
+def test_a_step_of_settlements_clock_is_named_when_wagers_are_refused_by_it(tmp_path, monkeypatch, caplog):
+    """Settlement's own clock (the receipt time of a wager, the ledger's times) stepped back an
+    hour (an NTP step, a machine without a clock battery booted at its saved time): every wager
+    is then refused as "placed ... s after it was received" with nothing saying why. Now the
+    step is named at WARNING by settlement's watched clock (settlement/clock.py); the refusal
+    stands (the stamp cannot be vouched for)."""
+    import logging
+    from datetime import datetime
+
+    import settlement.clock
+    from bus.wallclock import WallClock
+    from settlement.ledger import Session
+    from settlement.profile import load_profile
+    from settlement.service import EnvelopeApplier, LineBettor
+
+    clocks = {"w": datetime.fromisoformat("2026-11-30T00:00:03.500+00:00").timestamp(), "m": 50.0}
+    monkeypatch.setattr(settlement.clock, "CLOCK", WallClock("settlement", wall=lambda: clocks["w"],
+                                                             mono=lambda: clocks["m"]))
+    sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")
+    try:
+        app = EnvelopeApplier(sess, LineBettor([]), lambda s: None)       # settlement's own clock
+        app.apply(env(1, "bets-open", "2026-11-30T00:00:00+00:00"))
+        assert app.place_for_round(wager("2026-11-30T00:00:03+00:00")).amount == 1000
+        clocks["w"] += 0.5 - 3600.0                                      # 0.5 s later, an hour back
+        clocks["m"] += 0.5
+        with caplog.at_level(logging.WARNING, logger="bus.wallclock"):
+            with pytest.raises(Rejected, match=r"the terminal's clock is wrong"):
+                app.place_for_round({**wager("2026-11-30T00:00:04+00:00"), "player": "p2"})
+        assert "settlement: the wall clock went back by 3600.000 s" in caplog.text
+        assert settlement.clock.CLOCK.steps == 1 and [w.player for w in sess.table.wagers] == ["p1"]
+    finally:
+        sess.close()
