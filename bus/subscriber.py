@@ -18,7 +18,7 @@ import logging
 import secrets
 import sqlite3
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -28,8 +28,16 @@ from bus import envelope as envmod
 from bus.config import BusConfig
 from bus.keys import key_files, load_curve_public, load_curve_secret, load_verify_key
 from bus.publisher import REP_BATCH, REP_BUSY, REP_ERROR, REQ_ACK, REQ_REPLAY, set_keepalive
+from bus.wallclock import WallClock
 
 log = logging.getLogger("bus.subscriber")
+
+#: Seconds an envelope's ``ts`` may be ahead of this subscriber's own clock (the table stamps at
+#: publication, before receipt; the two clocks kept in step by NTP). A stamp further ahead is
+#: named (WARNING) and counts, for the journal rollback watch, only up to this far ahead: a table
+#: clock that ran ahead (a wrong RTC, a bad time source) and was set right must not leave the
+#: newest time seen in the future, where it would hide a journal restored or replaced later.
+MAX_TS_AHEAD_S = 5.0
 
 
 def _parse_ts(text: str | None) -> datetime | None:
@@ -100,11 +108,15 @@ class RollSubscriber:
             (``synchronous=NORMAL``), which halves the disk flushes on settlement's side.
         on_alarm: ``callback(code, details)`` for ``"rejected"`` (bad signature, unknown table,
             malformed, foreign journal) and ``"gap_lost"``.
+        clock: this subscriber's own UTC clock (aware datetimes; default a watched
+            :class:`bus.wallclock.WallClock`), against which the envelopes' ``ts`` are bounded
+            (:data:`MAX_TS_AHEAD_S`).
 
     Its sockets take frames of at most ``bus.envelope.MAX_ENVELOPE_BYTES`` (ZMQ_MAXMSGSIZE:
     ZeroMQ drops a connection that sends a larger one; the subscriber reconnects and replays)
     and messages of the expected number of frames only (live: 2; a replay batch: 2 +
     ``cfg.replay_batch``, what it asks for): another is rejected, ``malformed``, naming it.
+
     Raises:
         bus.keys.BusKeyError: a key file is missing; sqlite3.DatabaseError: bad state file.
     """
@@ -113,11 +125,14 @@ class RollSubscriber:
     AUTH_RETRY_S = 2.0
 
     def __init__(self, cfg: BusConfig, state_path: Path, *, resume_after: int | None = None,
-                 on_alarm: Callable[[str, dict], None] | None = None):
+                 on_alarm: Callable[[str, dict], None] | None = None,
+                 clock: Callable[[], datetime] | None = None):
         self.cfg = cfg
         self._on_alarm = on_alarm
+        self._clock = clock if clock is not None else WallClock("bus subscriber").now
+        self._ahead_named = False     # a stamp ahead of this clock was named (until one is not)
         self.stats = {"delivered": 0, "duplicates": 0, "replay_requests": 0, "replayed": 0,
-                      "heartbeats": 0, "rejected": 0, "auth_failures": 0, "replay_busy": 0}
+                      "heartbeats": 0, "rejected": 0, "auth_failures": 0, "replay_busy": 0, "ts_ahead": 0}
         self.rejections: dict[str, int] = {}
         kf_table = key_files(cfg.keys_dir, cfg.table_key)
         kf_sub = key_files(cfg.keys_dir, cfg.subscriber_key)
@@ -150,7 +165,7 @@ class RollSubscriber:
         # table's journal restored from an older copy and reusing sequence numbers (a newer
         # time stamp): its new rolls would be dropped as duplicates, so it stops the subscriber.
         self._live_floor = applied
-        self._seen_ts = _parse_ts(self._get("seen_ts"))
+        self._seen_ts = self._bounded(_parse_ts(self._get("seen_ts")), "the newest time stamp kept in the state file")
         # Journal restored while this subscriber was away: the table's journal, restored from an
         # older copy, has written new messages under sequence numbers this subscriber already
         # applied, and caught up past them before it came back, so no live message is below
@@ -457,12 +472,31 @@ class RollSubscriber:
             return None
         return env
 
+    def _bounded(self, ts: datetime | None, what: str) -> datetime | None:
+        """``ts``, or this subscriber's clock plus :data:`MAX_TS_AHEAD_S` when ``ts`` is further
+        ahead (named at WARNING, once until a stamp within it comes; ``stats["ts_ahead"]``)."""
+        if ts is None:
+            return None
+        limit = self._clock() + timedelta(seconds=MAX_TS_AHEAD_S)
+        if ts <= limit:
+            self._ahead_named = False
+            return ts
+        self.stats["ts_ahead"] += 1
+        if not self._ahead_named:
+            self._ahead_named = True
+            log.warning("bus: %s of table %s is stamped %s, %.3f s ahead of this subscriber's clock (more than "
+                        "%g s: one of the two clocks is wrong); the journal rollback watch takes it as %s",
+                        what, self.cfg.table_id, ts.isoformat(), (ts - limit).total_seconds() + MAX_TS_AHEAD_S,
+                        MAX_TS_AHEAD_S, limit.isoformat(), extra={"event": "wall-clock-step"})
+        return limit
+
     def _offer(self, env: dict, source: str) -> None:
         seq = env["seq"]
         ts = _parse_ts(env.get("ts"))
         newer = ts is not None and (self._seen_ts is None or ts > self._seen_ts)
         if newer:
-            self._seen_ts = ts
+            bounded = self._bounded(ts, f"{env['topic']} seq {seq}")
+            self._seen_ts = bounded if self._seen_ts is None else max(self._seen_ts, bounded)
         if source == "live":
             if seq < self._live_floor and newer:
                 msg = (f"table {self.cfg.table_id}'s journal {env.get('journal_id')} went back: a new {env['topic']} "
