@@ -25,6 +25,9 @@ class Frame:
     Attributes:
         image: numpy ``uint8`` array, ``(H, W, 3)`` BGR or ``(H, W)`` grey.
         t: capture time in seconds (monotonic for live cameras; table time for the simulator).
+            The table service takes a time going back, or jumping forward by more than
+            ``[vision] max_frame_gap_s``, for a step of the source's clock
+            (controller/frame_clock.py): named, and carried over on its own frame clock.
         index: frame number from the source, starting at 0.
         source: a short name of where it came from (file path, ``usb:0``, ``sim:natural:3``).
         truth: ground truth where the source knows it (simulator), else ``None``.
