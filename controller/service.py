@@ -691,9 +691,11 @@ class TableService(TableCommands):
         not seen (its rest, its track's speeds, its far-wall window): its verdict is a no roll
         ``table-fault`` (``frame-clock`` in its ``faults``, as ``frame-changed``) and a
         ``frame-fault`` alarm names the step."""
-        message = (f"frame {frame.index} of {frame.source or 'the source'}: {step.describe()}"
-                   + ("; during a throw: the throw is a no roll table-fault" if in_throw else ""))
-        log.warning("%s", message, extra={"event": "frame-clock-step", "kind": step.kind, "gap_s": step.gap_s})
+        where = frame.source or "the source"
+        then = "; during a throw: the throw is a no roll table-fault" if in_throw else ""
+        message = f"frame {frame.index} of {where}: {step.describe()}{then}"
+        log.warning("frame %d of %s: %s%s", frame.index, where, step.describe(), then,
+                    extra={"event": "frame-clock-step", "kind": step.kind, "gap_s": step.gap_s})
         self.stats.clock_steps += 1
         if self.metrics is not None and hasattr(self.metrics, "clock_jump"):
             self.metrics.clock_jump("frame")

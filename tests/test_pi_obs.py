@@ -220,7 +220,7 @@ def test_documented_jq_commands_work_on_journal_output(tmp_path):
     journal.write_text("Started craps-table.service - Craps table controller.\n" + "\n".join(examples) + "\n")
     commands = [line.split("| ", 1)[1] for line in section.splitlines()
                 if line.startswith("journalctl") and "| jq" in line]
-    assert len(commands) == 3
+    assert len(commands) == 4
     outputs = []
     for cmd in commands:
         proc = subprocess.run(f"{cmd} < {journal}", shell=True, capture_output=True, text=True, timeout=30)
@@ -229,6 +229,7 @@ def test_documented_jq_commands_work_on_journal_output(tmp_path):
     assert outputs[0].count('"ts"') == len(examples) and '"Started craps-table.service' in outputs[0]
     assert outputs[1].count('"msg"') == 1 and "safe state: camera-lost" in outputs[1]
     assert outputs[2].strip().endswith("verdict table-1-00000004 roll [4, 4]")
+    assert outputs[3].count('"msg"') == 1 and '"event": "frame-clock-step"' in outputs[3]
 
 
 def test_a_bad_metrics_address_is_named_as_the_address(tmp_path):
