@@ -36,7 +36,6 @@ import time
 from pathlib import Path
 
 import cv2
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 PHOTOS = ROOT.parent / "shared" / "data" / "dice-photos"

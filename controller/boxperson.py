@@ -93,7 +93,7 @@ import cv2
 import numpy as np
 import zmq
 
-from controller.handoff import COMMITTED, DONE, PENDING, REFUSED, WITHDRAWN, CommitWaits, Handoff
+from controller.handoff import COMMITTED, DONE, REFUSED, WITHDRAWN, CommitWaits, Handoff
 
 log = logging.getLogger("controller.boxperson")
 

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from camera.argtypes import non_negative_int, positive_int
 from camera.base import FrameError, FrameSource
@@ -33,6 +34,9 @@ from controller.lamps import GpioLampDriver, LampController, LampDriver, NullLam
 from controller.lifecycle import MotionDetector, RollLifecycle
 from controller.service import TableService, check_store_not_behind_journal, journal_roll_ids, source_table_area
 from controller.store import StateStore, StoreError
+
+if TYPE_CHECKING:
+    from controller.health import HealthMonitor
 
 log = logging.getLogger("controller.service_cli")
 

@@ -299,7 +299,6 @@ class TableSim:
         if len(starts) != 2:
             raise ValueError(f"need a start for each of the two dice, got {len(starts)}")
         mujoco.mj_resetData(self.model, self.data)
-        d = self.data
         self._starts = list(starts)
         self._held = [float(s.release_s) > 0 for s in starts]
         for i, s in enumerate(starts):

@@ -291,7 +291,7 @@ def test_a_replay_reply_with_more_envelopes_than_asked_for_is_refused_and_asked_
     reply is rejected, ``malformed``, naming the frame count; the request is sent again and
     the table's proper answers deliver 1, 2, 3. Before, any number of frames was taken."""
     cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=5)
-    rolls = _fill(cfg, 3)
+    _fill(cfg, 3)
     (port,) = free_tcp_ports(1)
     sub_cfg = cfg.model_copy(update={"replay_endpoint": f"tcp://127.0.0.1:{port}", "replay_batch": 2,
                                      "replay_timeout_s": 0.3})

@@ -2,7 +2,6 @@
 chessboard photos, and the table calibration with and without it."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import cv2

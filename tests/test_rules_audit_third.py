@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from controller.game import GameState, advance
 from controller.irregularity_profile import load_profile
 
 

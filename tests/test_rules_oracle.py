@@ -56,8 +56,6 @@ Game (5324.52(b)(1), (i)(1); 4620.3(c)(3)-(4); 13:47-20.25(g)4-6; 13:69F-1.11):
 """
 from __future__ import annotations
 
-import itertools
-import time
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings

@@ -8,7 +8,6 @@ import sqlite3
 import time
 from pathlib import Path
 
-import pytest
 
 from bus.config import BusConfig
 from bus.publisher import RollPublisher

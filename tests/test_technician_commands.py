@@ -17,7 +17,6 @@ from controller.automation import attach_rounds
 from controller.boxperson import CallRegistry, CommandServer, handle_request, send_command
 from controller.cli import main as cli_main
 from controller.health import HealthConfig, HealthMonitor
-from controller.rounds import RoundsConfig
 from list_publisher import ListPublisher
 from test_controller_service import make_service
 from test_rounds_driver_faults import _automated_rig

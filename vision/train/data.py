@@ -31,7 +31,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from vision.learned import CROP, WINDOW, crop_die
+from vision.learned import crop_die
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "dice-photos"
 TILE = 96
