@@ -88,11 +88,18 @@ class Journal:
                 self._conn.execute("INSERT OR IGNORE INTO meta VALUES('journal_id', ?)", (uuid.uuid4().hex,))
                 self._conn.execute("INSERT OR IGNORE INTO meta VALUES('last_seq', '0')")
                 self._conn.execute("COMMIT")
-            self.journal_id = self._meta("journal_id")
-            last = self._meta("last_seq")
+            # one read transaction (one snapshot of the WAL): a publisher appending between the
+            # read of last_seq and of MAX(seq) must not look like a damaged journal
+            self._conn.execute("BEGIN")
+            try:
+                self.journal_id = self._meta("journal_id")
+                last = self._meta("last_seq")
+                top = self._conn.execute("SELECT MAX(seq) FROM messages").fetchone()[0]
+            finally:
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
             if not (last.isascii() and last.isdigit()):
                 raise JournalError(f"{self.path}: damaged journal: last_seq {last[:40]!r} is not a number")
-            top = self._conn.execute("SELECT MAX(seq) FROM messages").fetchone()[0]
             if top is not None and int(top) > int(last):
                 raise JournalError(f"{self.path}: damaged journal: it holds seq {top} beyond its last_seq {last} "
                                    "(the next message would reuse a sequence number)")
