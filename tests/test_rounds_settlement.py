@@ -321,7 +321,7 @@ def test_a_step_of_settlements_clock_is_named_when_wagers_are_refused_by_it(tmp_
                                                              mono=lambda: clocks["m"]))
     sess = Session(load_profile("ny-5324"), tmp_path / "ledger.sqlite")
     try:
-        app = EnvelopeApplier(sess, LineBettor([]), lambda s: None)       # settlement's own clock
+        app = EnvelopeApplier(sess, LineBettor([]), lambda s: None, monotonic=None)  # settlement's own clock; no bus view
         app.apply(env(1, "bets-open", "2026-11-30T00:00:00+00:00"))
         assert app.place_for_round(wager("2026-11-30T00:00:03+00:00")).amount == 1000
         clocks["w"] += 0.5 - 3600.0                                      # 0.5 s later, an hour back
