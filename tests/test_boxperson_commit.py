@@ -108,7 +108,7 @@ def test_an_answer_the_service_finds_stale_is_refused_not_ok(tmp_path):
     """With a round driver: the answer is taken, then the table stops before the service
     applies it (the round no longer waits on the call). Before: ``ok: true`` and then dropped
     as a ``stale-decision``; now the reply says it was not applied, naming why."""
-    from test_rounds_driver_faults import _automated_rig
+    from test_rounds_driver_faults import _automated_rig, _throw_to_a_boxperson_call
 
     pub = ListPublisher()
     service, reg = _observer_service(tmp_path, pub)
@@ -116,15 +116,7 @@ def test_an_answer_the_service_finds_stale_is_refused_not_ok(tmp_path):
     server = CommandServer(reg, f"ipc://{tmp_path / 'cmd'}", table_command=service.post, confirm_s=5.0).start()
     service.closers.append(server.close)
     service.start()
-    for _ in range(15):
-        if throws:
-            break
-        frame([])
-    assert throws, "the rig threw"
-    for k in range(6, 0, -1):
-        frame([(0, 100 - 6 * k, 100), (4, 160 - 6 * k, 100)])     # die 1 unreadable
-    for _ in range(10):
-        frame([(0, 100, 100), (4, 160, 100)])
+    _throw_to_a_boxperson_call(throws, frame)
     call = service.store.verdicts(1)[-1]
     assert call["verdict"] == "boxperson"
     sender, replies = _answer_in_thread(server, call["roll_id"], dice=(6, 1))

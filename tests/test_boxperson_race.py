@@ -176,21 +176,13 @@ def test_an_answer_after_the_round_left_the_call_is_refused_not_dropped(tmp_path
     end of the frame in which the round stopped waiting on it: the closing raises the alarm
     once, and an answer after it is refused naming why."""
     from test_controller_service import _observer_service
-    from test_rounds_driver_faults import _automated_rig
+    from test_rounds_driver_faults import _automated_rig, _throw_to_a_boxperson_call
 
     pub = ListPublisher()
     service, reg = _observer_service(tmp_path, pub)
     drv, throws, frame = _automated_rig(service)
     service.start()
-    for _ in range(15):
-        if throws:
-            break
-        frame([])
-    assert throws, "the rig threw"
-    for k in range(6, 0, -1):
-        frame([(0, 100 - 6 * k, 100), (4, 160 - 6 * k, 100)])     # die 1 unreadable
-    for _ in range(10):
-        frame([(0, 100, 100), (4, 160, 100)])
+    _throw_to_a_boxperson_call(throws, frame)
     call = service.store.verdicts(1)[-1]
     assert call["verdict"] == "boxperson" and [c.roll_id for c in reg.pending()] == [call["roll_id"]]
     drv.cycle.stop("technician: test")

@@ -138,6 +138,21 @@ def test_unscheduled_boxperson_reading_is_a_table_fault_no_roll():
     assert (v.kind, v.reason) == ("no-roll", Reason.TABLE_FAULT)
 
 
+def _throw_to_a_boxperson_call(throws: list, frame) -> None:
+    """Feed the automated rig of :func:`_automated_rig` empty frames until it throws (at most
+    15), then a throw whose die 1 is unreadable coming to rest: the service opens a boxperson
+    call on it."""
+    for _ in range(15):
+        if throws:
+            break
+        frame([])
+    assert throws, "the rig threw"
+    for k in range(6, 0, -1):
+        frame([(0, 100 - 6 * k, 100), (4, 160 - 6 * k, 100)])     # die 1 unreadable
+    for _ in range(10):
+        frame([(0, 100, 100), (4, 160, 100)])
+
+
 def _automated_rig(svc):
     """Round driver of an automated rig on ``svc`` (a ``TableService`` fed synthetic frames at
     30 fps): returns ``(driver, throws, frame)``, ``throws`` the frame times the shaker was
@@ -205,15 +220,7 @@ def test_decision_for_a_call_of_an_abandoned_round_is_stale(tmp_path):
     svc._raise_fault = lambda w, m: (faults.append(w), real_raise(w, m))
     drv._raise = svc._raise_fault
     svc.start()
-    for _ in range(15):
-        if throws:
-            break
-        frame([])
-    assert throws, "the rig threw"
-    for k in range(6, 0, -1):
-        frame([(0, 100 - 6 * k, 100), (4, 160 - 6 * k, 100)])     # die 1 unreadable
-    for _ in range(10):
-        frame([(0, 100, 100), (4, 160, 100)])
+    _throw_to_a_boxperson_call(throws, frame)
     call = svc.store.verdicts(1)[-1]
     assert call["verdict"] == "boxperson" and drv.awaits_decision(call["roll_id"])
     drv.cycle.stop("technician: test")
