@@ -24,13 +24,19 @@ Command protocol (JSON objects over a ZeroMQ REP socket; one reply per request):
     {"cmd": "decide", "roll_id": "table-1-00000042", "void": true, "who": "ann"}
     {"cmd": "pending"}                       -> {"ok": true, "calls": [{roll_id, reason, ...}]}
     {"cmd": "evidence", "roll_id": "..."}    -> {"ok": true, "png_b64": "..."}
-    {"cmd": "decide-only", "on": true, "who": "ann"}   -> {"ok": true, "queued": "decide-only"}
-    {"cmd": "no-roll", "reason": "dice-not-simultaneous", "who": "ann"} -> {"ok": true, "queued": "no-roll"}
+    {"cmd": "decide-only", "on": true, "who": "ann"}
+        -> {"ok": true, "applied": "decide-only", "on": true, "game": {game state}}
+    {"cmd": "no-roll", "reason": "dice-not-simultaneous", "who": "ann"}
+        -> {"ok": true, "applied": "no-roll", "reason": "dice-not-simultaneous", "who": "ann",
+            "phase": "in-motion", "after_roll_id": "table-1-00000041"}
     {"cmd": "stop", "reason": "dome cleaning", "who": "tech-7"}   -> {"ok": true, "stopped": {round event}}
     {"cmd": "resume", "who": "tech-7", "abandon": true}           -> {"ok": true, "resumed": {round event}}
     reply: {"ok": true, "decision": {...}, "committed": {"roll_id": ..., "published": true}}
            or {"ok": false, "error": "what is wrong"}
            or {"ok": false, "pending": true, "error": "not confirmed: ..."}
+           (decide-only, no-roll, stop, resume: {"ok": false, "error": "CMD refused: why"},
+           {"ok": false, "error": "CMD not applied: ..."}, {"ok": false, "pending": true, ...};
+           without ``confirm_s``: {"ok": true, "queued": "CMD", "on" | "reason": ...} at once)
 
 ``decide`` on the table service's socket (``craps-table run``: ``confirm_s`` =
 :data:`CONFIRM_S`): the reply waits until the service has committed the decision's verdict to
@@ -58,9 +64,14 @@ with who and when and published (round events; a refusal also as a ``command-ref
 
 ``decide-only``: the boxperson starts (``on``) or ends the rolls made only to decide the
 remaining come and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)). It is
-handed to the table service (``table_command``), which applies it before the next frame and
-publishes it (``state`` message ``decide-only``), or refuses it with a ``command-refused``
-alarm (a point is on).
+handed to the table service (``table_command``) with a :class:`controller.handoff.Handoff`, as
+``stop`` and ``resume`` are; the service applies it before the next frame and publishes it
+(``state`` message ``decide-only``; the reply: ``applied`` with ``on`` and the ``game``
+committed), or refuses it naming why (reply ``ok: false``, ``"decide-only refused: ..."``, and
+a ``command-refused`` alarm: e.g. a point is on). While a throw is in motion or its boxperson
+call is open, the service holds it until that roll is decided (a roll is the shooter's who
+threw it, 9 NYCRR 5324.52(i)(1)); a reply that comes first is ``pending: true``, ``held:
+true`` (the state message or a ``command-refused`` alarm says what happened then).
 
 ``no-roll``: the boxperson or stickperson calls "no roll" on the throw in progress (9 NYCRR
 5324.52(k)(2), (k)(5)(i); whenever possible before both dice come to rest, (k)(3)), for what a
@@ -68,8 +79,21 @@ person sees and the camera cannot judge, or judges only where it clearly can (th
 ``dice-not-simultaneous`` comes to the boxperson as a call, controller/release.py):
 ``dice-not-simultaneous`` ((k)(2)(i)),
 ``far-wall-missed`` ((k)(2)(ii)), ``cheating-device`` ((k)(2)(v)), ``improper-throw``
-((k)(2)(vi)). The table service makes that throw's verdict a no roll with the reason, or
-refuses the call with a ``command-refused`` alarm when no throw is in progress.
+((k)(2)(vi)), ``die-off-table`` ((k)(1)). Handed over with a :class:`controller.handoff.Handoff`:
+the table service records the call on the throw in progress, whose verdict is then a no roll
+with the reason and ``called`` (the reply: ``applied`` with the ``reason``, ``who``, the
+lifecycle ``phase`` and ``after_roll_id``, the last verdict committed before it: the call
+applies to the next throw's verdict, whose roll id is given when it is decided), or refuses it
+naming why (reply ``ok: false``, ``"no-roll refused: ..."``, and a ``command-refused`` alarm:
+no throw in progress, a reason the policy reads rather than voids). A motion that ends without
+a verdict drops the call afterwards with a ``command-refused`` alarm.
+
+Each of the four with ``confirm_s``: not taken by the service within ``confirm_s`` it is
+withdrawn, never applied (``"CMD not applied: ...: send it again"``); taken or held and not
+finished within a further ``confirm_s``, ``pending: true``. At its close the service refuses
+those still queued or held, and any posted after (``"CMD refused: the table service is
+stopping: not applied"``). A command is applied or refused naming why, never replied ``ok`` and
+lost.
 
 With CURVE keys (:class:`CurveServerKeys`, the bus's key files, bus/keys.py; the table
 service's ``[boxperson] curve = true``) the socket is encrypted, only consoles whose public
@@ -93,7 +117,7 @@ import cv2
 import numpy as np
 import zmq
 
-from controller.handoff import COMMITTED, DONE, REFUSED, WITHDRAWN, CommitWaits, Handoff
+from controller.handoff import COMMITTED, DONE, HELD, REFUSED, WITHDRAWN, CommitWaits, Handoff
 
 log = logging.getLogger("controller.boxperson")
 
@@ -118,7 +142,7 @@ MAX_WHO_CHARS = 100
 #: the sender's connection, unanswered.
 REQUEST_MAX_BYTES = 64 * 1024
 #: seconds the table service's command socket waits for the service to confirm an answer's
-#: commit, or a resume or stop (:func:`handle_request` ``confirm_s``): the service acts at
+#: commit, or a resume, stop, decide-only or no-roll (:func:`handle_request` ``confirm_s``): the service acts at
 #: its next frame or tick (<= 0.1 s apart); below ``craps-table decide --timeout`` (5 s)
 CONFIRM_S = 2.0
 #: how many decided and superseded calls a :class:`CallRegistry` remembers (the newest): enough
@@ -602,22 +626,42 @@ def _technician_request(cmd: str, req: dict, table_command: Callable[..., None] 
         if len(reason) > MAX_REASON_CHARS or not reason.isprintable():
             return _error(f"stop: reason: at most {MAX_REASON_CHARS} printable characters")
         details["reason"] = reason
+    return _handed_over(cmd, details, table_command, confirm_s, {})
+
+
+def _handed_over(cmd: str, details: dict, table_command: Callable[..., None], confirm_s: float | None,
+                 echo: dict) -> dict:
+    """Hand a checked table command to the table service with a :class:`Handoff` and, with
+    ``confirm_s``, reply what the service did with it (module docstring): applied (``ok``;
+    ``stop``/``resume``: the round event, ``decide-only``/``no-roll``: ``applied`` and what),
+    refused naming why, withdrawn (not taken within ``confirm_s``: never applied), or not
+    confirmed (``pending``: held until the throw in progress is decided, or taken and not
+    finished within a further ``confirm_s``). Without ``confirm_s``: ``{"ok": true, "queued":
+    cmd, **echo}`` at once, and no handoff is passed (as before)."""
+    if confirm_s is None:
+        table_command(cmd, **details)
+        return {"ok": True, "queued": cmd, **echo}
     handoff = Handoff()
     table_command(cmd, handoff=handoff, **details)
-    if confirm_s is None:
-        return {"ok": True, "queued": cmd}
     state = handoff.wait(confirm_s)
     if state == DONE:
-        return {"ok": True, "resumed" if cmd == "resume" else "stopped": handoff.result}
+        if cmd in ("resume", "stop"):
+            return {"ok": True, "resumed" if cmd == "resume" else "stopped": handoff.result}
+        return {"ok": True, **echo, **(handoff.result or {"applied": cmd})}
     if state == REFUSED:
         return _error(f"{cmd} refused: {handoff.error}")
     if state == WITHDRAWN:
         return _error(f"{cmd} not applied: the table service did not take it within {confirm_s:g} s (busy, or "
                       "not running); nothing changed: send it again")
-    return {"ok": False, "pending": True,
+    says = {"resume": "the round events (resumed, stopped)", "stop": "the round events (resumed, stopped)",
+            "decide-only": "the state message decide-only", "no-roll": "the roll message's called"}[cmd]
+    if state == HELD:
+        return {"ok": False, "pending": True, "held": True, **echo,
+                "error": (f"{cmd}: not confirmed: the table service {handoff.held}; it is applied then, or "
+                          f"refused; {says} or a command-refused alarm say which")}
+    return {"ok": False, "pending": True, **echo,
             "error": (f"{cmd}: not confirmed: the table service took it but did not finish within "
-                      f"{2 * confirm_s:g} s; the round events (resumed, stopped) or a command-refused alarm "
-                      "say what it did")}
+                      f"{2 * confirm_s:g} s; {says} or a command-refused alarm say what it did")}
 
 
 def handle_request(registry: CallRegistry, raw: bytes,
@@ -627,10 +671,10 @@ def handle_request(registry: CallRegistry, raw: bytes,
     ``table_command(event, **details)`` takes the commands meant for the table service
     (``TableService.post``); without it they are refused. ``console``: the CURVE public key
     the socket authenticated the sender by (recorded with a decision), or ``None``.
-    ``confirm_s``: seconds the reply to ``decide``, ``resume`` and ``stop`` waits for the table
-    service to confirm (controller/handoff.py); ``None``: reply at once (a registry without a
-    table service behind it, or a caller on the service's own thread, which would wait on
-    itself)."""
+    ``confirm_s``: seconds the reply to ``decide``, ``decide-only``, ``no-roll``, ``resume`` and
+    ``stop`` waits for the table service to confirm (controller/handoff.py); ``None``: reply at
+    once (a registry without a table service behind it, or a caller on the service's own
+    thread, which would wait on itself)."""
     try:
         req = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -675,8 +719,8 @@ def handle_request(registry: CallRegistry, raw: bytes,
             bad = _error(f"decide-only: on must be true or false, got {on!r}")
         if bad is not None:
             return bad
-        table_command("decide-only", on=on, who=req["who"].strip(), console=console)
-        return {"ok": True, "queued": "decide-only", "on": on}
+        return _handed_over(cmd, {"on": on, "who": req["who"].strip(), "console": console}, table_command,
+                            confirm_s, {"on": on})
     if cmd == "no-roll":
         from controller.reasons import STAFF_CALL_REASONS
 
@@ -686,8 +730,8 @@ def handle_request(registry: CallRegistry, raw: bytes,
             bad = _error(f"no-roll: reason must be one of {', '.join(codes)}, got {reason!r}")
         if bad is not None:
             return bad
-        table_command("no-roll", reason=reason, who=req["who"].strip(), console=console)
-        return {"ok": True, "queued": "no-roll", "reason": reason}
+        return _handed_over(cmd, {"reason": reason, "who": req["who"].strip(), "console": console},
+                            table_command, confirm_s, {"reason": reason})
     if cmd in ("resume", "stop"):
         return _technician_request(cmd, req, table_command, console, confirm_s)
     return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence, decide-only, no-roll, resume, stop")
@@ -782,7 +826,7 @@ class CommandServer:
         self._stop.set()
         self.registry.commits.release()
         if self._thread is not None:
-            # a resume or stop waits up to 2 x confirm_s (TableService.close refuses those queued)
+            # a table command waits up to 2 x confirm_s (TableService.close refuses those queued or held)
             self._thread.join(timeout=2.0 + 2 * (self.confirm_s or 0.0))
         self.sock.close(0)
         if self._auth is not None:

@@ -8,12 +8,14 @@ run``). A reply sent before the service acted could say ``ok`` about something a
 lost. Two handshakes make the reply wait for the service instead; neither ever tells the
 person more than what happened:
 
-- :class:`Handoff`: a table command (``resume``, ``stop``) posted to the service
-  (``TableService.post(..., handoff=h)``). The service takes it (:meth:`Handoff.take`) before
-  it applies it and then finishes or refuses it. When the wait ends with the command still
-  not taken, the waiter withdraws it (:meth:`Handoff.wait`): the service then skips it, so a
-  reply "not applied" stays true. One taken but not finished within a second bound is
-  reported ``pending`` (being applied, not confirmed).
+- :class:`Handoff`: a table command (``resume``, ``stop``, ``decide-only``, ``no-roll``)
+  posted to the service (``TableService.post(..., handoff=h)``). The service takes it
+  (:meth:`Handoff.take`) before it applies it and then finishes or refuses it. When the wait
+  ends with the command still not taken, the waiter withdraws it (:meth:`Handoff.wait`): the
+  service then skips it, so a reply "not applied" stays true. One the service holds for later
+  (:meth:`Handoff.hold`: a ``decide-only`` waits until the throw in progress is decided) is
+  no longer withdrawn; held or taken but not finished within a second bound, it is reported
+  ``pending`` (not confirmed). At its close the service refuses those still queued or held.
 - :class:`CommitWaits`: the boxperson's answers (controller/boxperson.py
   ``CallRegistry.answer``). The registry has closed the call when it takes the answer, so an
   answer is never withdrawn: the reply waits for the service to commit the decision's verdict
@@ -32,6 +34,7 @@ from collections import OrderedDict
 #: states of a :class:`Handoff` and outcomes of a wait
 QUEUED = "queued"
 TAKEN = "taken"
+HELD = "held"
 DONE = "done"
 REFUSED = "refused"
 WITHDRAWN = "withdrawn"
@@ -45,7 +48,9 @@ class Handoff:
 
     The service thread calls :meth:`take` before applying the command (``False``: it was
     withdrawn, skip it), then :meth:`finish` with what it published or :meth:`refuse` with why;
-    the command thread calls :meth:`wait`.
+    it may first :meth:`hold` it (keep it to apply later); the command thread calls :meth:`wait`.
+    States: :data:`QUEUED` -> :data:`HELD` (optional) -> :data:`TAKEN` -> :data:`DONE` or
+    :data:`REFUSED`; :data:`QUEUED` -> :data:`WITHDRAWN` (the waiter gave up first).
     """
 
     def __init__(self) -> None:
@@ -56,14 +61,27 @@ class Handoff:
         self.result: dict | None = None
         #: why the service refused it, after :meth:`refuse`
         self.error: str | None = None
+        #: until when the service holds it, after :meth:`hold`
+        self.held: str | None = None
 
     def take(self) -> bool:
-        """The service thread starts applying the command: ``True``, or ``False`` when the
-        waiter withdrew it (then it must not be applied)."""
+        """The service thread starts applying the command (queued or held): ``True``, or
+        ``False`` when the waiter withdrew it (then it must not be applied)."""
         with self._lock:
-            if self.state != QUEUED:
+            if self.state not in (QUEUED, HELD):
                 return False
             self.state = TAKEN
+            return True
+
+    def hold(self, why: str) -> bool:
+        """The service thread keeps the queued command to apply later (``why``: until when,
+        reported by a wait that ends first): ``True``, or ``False`` when the waiter withdrew it
+        (then it must not be kept). A held command is not withdrawn: it is applied (then
+        :meth:`take`) or refused."""
+        with self._lock:
+            if self.state != QUEUED:
+                return self.state == HELD
+            self.state, self.held = HELD, str(why)
             return True
 
     def finish(self, result: dict | None = None) -> None:
@@ -82,9 +100,10 @@ class Handoff:
 
     def wait(self, timeout_s: float, taken_s: float | None = None) -> str:
         """Wait up to ``timeout_s`` seconds for the outcome; a command not taken by then is
-        withdrawn (:data:`WITHDRAWN`: never applied); one taken is waited for up to ``taken_s``
-        more seconds (default ``timeout_s``), then :data:`TAKEN` (being applied, not
-        confirmed). Else :data:`DONE` or :data:`REFUSED`."""
+        withdrawn (:data:`WITHDRAWN`: never applied); one taken or held is waited for up to
+        ``taken_s`` more seconds (default ``timeout_s``), then :data:`TAKEN` (being applied, not
+        confirmed) or :data:`HELD` (kept by the service to apply later, :attr:`held` says until
+        when). Else :data:`DONE` or :data:`REFUSED`."""
         if self._settled.wait(max(0.0, float(timeout_s))):
             return self.state
         with self._lock:

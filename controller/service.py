@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import queue
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -309,6 +310,9 @@ class TableService(TableCommands):
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         #: shooter and decide-only events held while a throw is undecided (:meth:`_drain_inbox`)
         self._deferred: deque = deque()
+        #: why the service no longer takes commands (set at close, :meth:`_refuse_queued`), else None
+        self._closing: str | None = None
+        self._post_lock = threading.Lock()
         self._crop = None
         if read_crop and area is not None:
             pts = np.asarray(area, dtype=np.float64).reshape(-1, 2)

@@ -19,6 +19,15 @@ changed and raises a ``command-refused`` alarm for what it refuses. The events:
   :class:`controller.handoff.Handoff`, so the command socket's reply says what the service did;
   a handoff withdrawn before the service took it is skipped;
 - ``link``: the microcontroller link went down or came back.
+
+``decide-only``, ``no-roll``, ``stop`` and ``resume`` from the command socket carry a
+:class:`controller.handoff.Handoff`: the service finishes it with what it applied (the socket
+replies ``ok``) or refuses it naming why (the socket replies ``ok: false``, and a
+``command-refused`` alarm is published); a ``decide-only`` held until the throw in progress is
+decided is marked held (:meth:`controller.handoff.Handoff.hold`). At close
+(:meth:`TableCommands._refuse_queued`) those still queued or held are refused, and a command
+posted after that is refused at once: a command is applied or refused, never acknowledged and
+lost.
 """
 from __future__ import annotations
 
@@ -36,6 +45,10 @@ log = logging.getLogger("controller.service")
 #: The staff calls 9 NYCRR 5324.52(k)(3) asks to be made before both dice come to rest:
 #: (k)(2)(i), (ii) and (vi).
 _CALLED_BEFORE_REST = frozenset({Reason.DICE_NOT_SIMULTANEOUS, Reason.FAR_WALL_MISSED, Reason.IMPROPER_THROW})
+#: why a ``decide-only`` (or a shooter change) is held (:meth:`TableCommands._drain_inbox`): the
+#: roll is the shooter's who threw it, 9 NYCRR 5324.52(i)(1)
+HELD_UNTIL_DECIDED = ("held until the throw in progress is decided (the dice are moving, or its boxperson call "
+                      "is open): a roll is the shooter's who threw it, 9 NYCRR 5324.52(i)(1)")
 
 
 class TableCommands:
@@ -56,8 +69,13 @@ class TableCommands:
         (:meth:`technician_stop`) and ``"resume"`` with ``who``, ``abandon``, ``console``
         (:meth:`technician_resume`). ``handoff``: a :class:`controller.handoff.Handoff` the
         service takes before applying the event (one withdrawn is skipped) and finishes with
-        what it published or refuses with why."""
-        self._inbox.put((event, details))
+        what it published or refuses with why. After :meth:`_refuse_queued` (the service is
+        closing) an event is not queued: its handoff is refused at once."""
+        with self._post_lock:
+            if self._closing is None:
+                self._inbox.put((event, details))
+                return
+        self._not_applied(event, details, self._closing)
 
     def _throw_undecided(self) -> bool:
         """A throw is in motion, or its boxperson call is still open: the roll is the current
@@ -80,6 +98,11 @@ class TableCommands:
             except queue.Empty:
                 return
             if event in ("shooter-button", "decide-only") and (self._deferred or self._throw_undecided()):
+                handoff = details.get("handoff")
+                if handoff is not None and not handoff.hold(HELD_UNTIL_DECIDED):
+                    log.warning("%s from %s withdrawn by the command socket before it was applied (not confirmed "
+                                "in time): not applied", event, details.get("who"))
+                    continue
                 log.info("%s held until the throw in progress is decided", event)
                 self._deferred.append((event, details))
                 continue
@@ -103,20 +126,26 @@ class TableCommands:
                 log.warning("shooter button refused: %s", exc)
                 self._publish("alarm", {"code": "command-refused", "message": f"shooter-button: {exc}"[:500]})
         elif event == "no-roll":
+            reason = str(details.get("reason"))
             try:
-                self.call_no_roll(str(details.get("reason")), str(details.get("who") or ""),
-                                  console=details.get("console"))
+                self.call_no_roll(reason, str(details.get("who") or ""), console=details.get("console"))
             except ValueError as exc:
-                log.warning("no-roll call from %s refused: %s", details.get("who"), exc)
-                self._publish("alarm", {"code": "command-refused", "message": f"no-roll: {exc}"[:500]})
+                self._command_refused(event, details, handoff, exc)
+                return
+            if handoff is not None:
+                handoff.finish({"applied": "no-roll", "reason": reason, "who": self._called["who"],
+                                "phase": self.lifecycle.phase, "after_roll_id": self.store.last_roll_id()})
         elif event == "decide-only":
+            on = bool(details.get("on"))
             try:
-                self.decide_only(bool(details.get("on")))
-                log.info("rolls only to decide come/don't come wagers %s (%s, console %s)",
-                         "start" if details.get("on") else "end", details.get("who"), details.get("console"))
+                state = self.decide_only(on)
             except ValueError as exc:
-                log.warning("decide-only from %s refused: %s", details.get("who"), exc)
-                self._publish("alarm", {"code": "command-refused", "message": f"decide-only: {exc}"[:500]})
+                self._command_refused(event, details, handoff, exc)
+                return
+            log.info("rolls only to decide come/don't come wagers %s (%s, console %s)",
+                     "start" if on else "end", details.get("who"), details.get("console"))
+            if handoff is not None:
+                handoff.finish({"applied": "decide-only", "on": on, "game": self._game_json(state)})
         elif event == "link":
             if details.get("up"):
                 self._clear_fault("bridge")
@@ -124,6 +153,18 @@ class TableCommands:
                 self._raise_fault("bridge", f"firmware link down: {details.get('reason') or 'no reason given'}")
         else:
             log.warning("unknown service event %r ignored", event)
+
+    def _command_refused(self, event: str, details: dict, handoff, exc: Exception) -> None:
+        """``decide-only`` or ``no-roll`` not applied because ``exc``: logged, ``handoff``
+        refused with why (the command socket replies so), a ``command-refused`` alarm published
+        (an alarm the bus refuses is logged: the refusal is already replied)."""
+        log.warning("%s from %s refused: %s", event, details.get("who"), exc)
+        if handoff is not None:
+            handoff.refuse(str(exc))
+        try:
+            self._publish("alarm", {"code": "command-refused", "message": f"{event}: {exc}"[:500]})
+        except Exception:  # noqa: BLE001 - the refusal is logged and replied; the bus may be the cause
+            log.exception("could not publish the alarm command-refused")
 
     def relinquish(self, compulsory: bool = False) -> GameState:
         """The shooter passes the dice (voluntary) or is ordered to (compulsory): the next
@@ -315,14 +356,26 @@ class TableCommands:
         return out
 
     def _refuse_queued(self, why: str) -> None:
-        """At close: the events still queued are not applied; those with a handoff are refused
-        with ``why`` (the command socket replies so)."""
+        """At close: the events still queued, and those held until the throw in progress is
+        decided (a shooter change, a ``decide-only``), are not applied; those with a handoff
+        are refused with ``why`` (the command socket replies so). An event posted from now on
+        is refused the same way (:meth:`post`)."""
+        with self._post_lock:
+            self._closing = why
+        while self._deferred:
+            self._not_applied(*self._deferred.popleft(), why)
         while True:
             try:
                 event, details = self._inbox.get_nowait()
             except queue.Empty:
                 break
-            handoff = details.get("handoff")
-            if handoff is not None and handoff.take():
-                handoff.refuse(why)
-            log.warning("%s from %s not applied: %s", event, details.get("who"), why)
+            self._not_applied(event, details, why)
+
+    @staticmethod
+    def _not_applied(event: str, details: dict, why: str) -> None:
+        """An event the closing service does not apply: its handoff, if any, refused with
+        ``why``; logged."""
+        handoff = details.get("handoff")
+        if handoff is not None and handoff.take():
+            handoff.refuse(why)
+        log.warning("%s from %s not applied: %s", event, details.get("who"), why)
