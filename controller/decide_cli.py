@@ -11,13 +11,18 @@ Examples::
 9 NYCRR 5324.52(h)(1)(ii)(a): the boxperson determines which face is uppermost or voids the
 throw. ``--decide-only on|off``: the boxperson starts or ends the rolls made only to decide the
 remaining come and don't come wagers (9 NYCRR 5324.52(i)(2); N.J.A.C. 13:69F-1.11(b)); the table
-applies it before its next frame, or refuses it with a ``command-refused`` alarm (a point is on).
+applies it before its next frame (after the throw in progress is decided), or refuses it with a
+``command-refused`` alarm (a point is on).
 ``--no-roll REASON``: the boxperson or stickperson calls "no roll" on the throw in progress
 (9 NYCRR 5324.52(k)(2), (k)(5)(i); whenever possible before both dice come to rest, (k)(3)):
 ``dice-not-simultaneous`` ((k)(2)(i)), ``far-wall-missed`` ((k)(2)(ii)), ``cheating-device``
 ((k)(2)(v)), ``improper-throw`` ((k)(2)(vi)) or ``die-off-table`` ((k)(1): a die left the table
 and came back onto it); the throw's verdict is then that no roll, or the
 call is refused with a ``command-refused`` alarm when no throw is in progress.
+The table service's reply to either waits until the service applied it (controller/boxperson.py):
+``{"ok": true, "applied": "decide-only", "on": ..., "game": {...}}`` or ``{"ok": true,
+"applied": "no-roll", "reason": ..., "who": ..., "phase": ..., "after_roll_id": ...}`` (the call
+applies to the verdict of the throw after ``after_roll_id``); the reply is printed as JSON.
 
 Exit status: 0 the decision was taken and committed (printed as JSON; the table service's reply
 waits until the decision's verdict is in its state store, ``committed``, and it publishes it
@@ -26,7 +31,13 @@ decided, timed out, or superseded: the table decided a later throw first, or its
 no longer waits on the call; the error says which), did not confirm the commit in time
 (``"pending": true``: the answer is taken and the service applies it when it next runs; if the
 service dies first the call is opened again at its restart), or did not answer, 2 bad
-arguments.
+arguments. ``--decide-only`` / ``--no-roll``: 0 applied by the table service (or, from a command
+socket that does not wait for the service, ``"queued"``: a note on stderr says it is not
+confirmed); 1 refused by the table (stderr names why: e.g. ``no-roll refused: no throw in
+progress``, ``decide-only refused: ... point ...``, the table service stopping), not applied
+(the service did not take it in time: send it again), not confirmed (``"pending": true``: held
+until the throw in progress is decided, or not finished in time; the state message or a
+``command-refused`` alarm says what happened), or no answer.
 """
 from __future__ import annotations
 
@@ -143,4 +154,9 @@ def run(command: str, args: argparse.Namespace) -> int:
         what = "not confirmed (pending)" if reply.get("pending") else "refused"
         print(f"craps-table decide: {what}: {reply.get('error')}", file=sys.stderr)
         return 1
+    if request["cmd"] in ("decide-only", "no-roll") and "applied" not in reply:
+        # an older table service, or a socket without one behind it waiting: handed over only
+        print(f"craps-table decide: {request['cmd']} queued, not confirmed: this command socket does not say "
+              "whether the table service applied it (the state message or a command-refused alarm does)",
+              file=sys.stderr)
     return 0

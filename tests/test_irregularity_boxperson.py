@@ -252,7 +252,10 @@ def test_decide_only_command_reaches_the_table_service(capsys, tmp_path):
     server = CommandServer(reg, "tcp://127.0.0.1:*", table_command=lambda e, **d: posted.append((e, d))).start()
     try:
         assert cli_main(["decide", "--endpoint", server.endpoint, "--decide-only", "on", "--who", "ann"]) == 0
-        assert json.loads(capsys.readouterr().out) == {"ok": True, "queued": "decide-only", "on": True}
+        out = capsys.readouterr()
+        assert json.loads(out.out) == {"ok": True, "queued": "decide-only", "on": True}
+        # a socket that does not wait for the table service: the console is told it is not confirmed
+        assert "decide-only queued, not confirmed" in out.err
         assert cli_main(["decide", "--endpoint", server.endpoint, "--decide-only", "off"]) == 2   # no --who
         assert posted == [("decide-only", {"on": True, "who": "ann", "console": None})]
     finally:
