@@ -29,8 +29,12 @@ Security as the boxperson command socket (controller/boxperson.py): with :class:
 the socket is CURVE-encrypted (RFC 26/CurveZMQ), the server is settlement's own bus key (the
 subscriber's ``.key_secret``) and only terminals whose public certificate is in the allow-list
 folder connect (checked first with :func:`bus.keys.check_allow_list`); each wager records the
-terminal's public key. Without CURVE any local process could wager for any player, so the
-socket binds only a loopback tcp:// or an ipc:// endpoint (:func:`check_endpoint`).
+terminal's public key. Each terminal acts only for the players ``terminals.toml`` in that folder
+binds it to (settlement/terminals.py): a wager or balance for another player, or any request
+from a terminal whose certificate was removed, is refused naming the terminal and the player,
+nothing written. Without CURVE there is no
+terminal identity to bind: any local process could wager for any player, so the socket binds
+only a loopback tcp:// or an ipc:// endpoint (:func:`check_endpoint`): a test or technician mode.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ import zmq
 
 from .engine import Rejected
 from .ledger import IntakeEntry
+from .terminals import BindingError, TerminalTable, load_terminals
 
 __all__ = ["WagerIntake", "IntakeConfig", "IntakeCurve", "IntakeSetupError", "check_endpoint", "handle_request",
            "intake_config",
@@ -83,7 +88,8 @@ class IntakeCurve:
 
     Attributes:
         secret_cert: the server's ``NAME.key_secret`` (settle-service: its subscriber key).
-        authorized_dir: folder of the terminals' public certificates (``NAME.key``) allowed in.
+        authorized_dir: folder of the terminals' public certificates (``NAME.key``) allowed in,
+            and of ``terminals.toml``, the players each serves (settlement/terminals.py).
     """
 
     secret_cert: Path
@@ -124,9 +130,10 @@ def intake_config(endpoint: str | None, allow_dir: Path | None, settlement=None,
 
     Raises:
         IntakeSetupError: ``--intake-allow`` without an endpoint, an endpoint not allowed
-            (:func:`check_endpoint`), an allow-list folder missing or with an unreadable certificate.
+            (:func:`check_endpoint`), an allow-list folder missing or with an unreadable certificate,
+            a malformed ``terminals.toml`` (file and line named).
     """
-    from bus.keys import BusKeyError, check_allow_list, key_files
+    from bus.keys import BusKeyError, key_files
 
     endpoint = endpoint or (settlement.intake_endpoint if settlement is not None else "")
     allow = allow_dir or (settlement.intake_authorized_dir if settlement is not None and settlement.intake_curve
@@ -139,8 +146,8 @@ def intake_config(endpoint: str | None, allow_dir: Path | None, settlement=None,
     if allow is None:
         return IntakeConfig(endpoint)
     try:
-        check_allow_list(allow)
-    except BusKeyError as exc:
+        load_terminals(allow)
+    except (BusKeyError, BindingError) as exc:
         raise IntakeSetupError(f"wager intake: {exc}") from None
     return IntakeConfig(endpoint, IntakeCurve(key_files(bus_cfg.keys_dir, bus_cfg.subscriber_key).curve_secret,
                                               Path(allow)))
@@ -243,9 +250,12 @@ def check_wager(req: dict) -> None:
         raise BadRequest(f"wager: working must be true or false, got {working!r}")
 
 
-def _wager(applier, req: dict, terminal: str | None) -> dict:
+def _wager(applier, req: dict, terminal: str | None, terminals: TerminalTable | None) -> dict:
     check_wager(req)
     sess, wid = applier.sess, req["wager_id"]
+    refused = terminals.refusal(terminal, req["player"]) if terminals is not None else None
+    if refused is not None:     # before the wager_id is looked up: nothing of another player is shown
+        return _error(refused, wager_id=wid)
     request = json.dumps(req, sort_keys=True, separators=(",", ":"))
     prior = sess.intake_answer(wid)
     if prior is not None:
@@ -271,9 +281,12 @@ def _wager(applier, req: dict, terminal: str | None) -> dict:
     return sess.intake_answer(wid)["reply"]
 
 
-def _balance(applier, req: dict) -> dict:
+def _balance(applier, req: dict, terminal: str | None, terminals: TerminalTable | None) -> dict:
     _only(req, "balance", ("cmd", "player"))
     player = _text(req, "player", "balance")
+    refused = terminals.refusal(terminal, player) if terminals is not None else None
+    if refused is not None:
+        return _error(refused)
     wagers = [{"wid": w.wid, "bet": w.kind, "amount": w.amount, "number": w.number, "base": w.base,
                "dice": list(w.dice) if w.dice else None, "working": w.working, "vig_paid": w.vig_paid}
               for w in applier.sess.table.wagers if w.player == player]
@@ -291,13 +304,17 @@ def _round(applier, req: dict) -> dict:
             "behind": view.behind() if view is not None else None}
 
 
-def handle_request(applier, raw: bytes, terminal: str | None = None) -> dict:
+def handle_request(applier, raw: bytes, terminal: str | None = None, terminals: TerminalTable | None = None) -> dict:
     """Answer one request (see the module docstring) against ``applier`` (the service's
     :class:`settlement.service.EnvelopeApplier`: its ledger session and round gate).
 
     Args:
         raw: the request bytes.
         terminal: the CURVE public key (Z85) the socket authenticated the sender by, or ``None``.
+        terminals: the allow-list in effect (CURVE), or ``None`` (no CURVE: no terminal is
+            bound, any player is served). With it, a request from a key not in it is refused, and
+            a ``wager`` or ``balance`` for a player the terminal is not bound to too (reason
+            naming the terminal and the player; nothing written).
 
     Returns:
         the reply (a dict): never raises for bad input.
@@ -308,10 +325,13 @@ def handle_request(applier, raw: bytes, terminal: str | None = None) -> dict:
     try:
         req = parse_request(raw)
         cmd = req["cmd"]
+        refused = terminals.refusal(terminal, None) if terminals is not None else None
+        if refused is not None:     # a terminal whose certificate was removed: nothing for it
+            return _error(refused)
         if cmd == "wager":
-            return _wager(applier, req, terminal)
+            return _wager(applier, req, terminal, terminals)
         if cmd == "balance":
-            return _balance(applier, req)
+            return _balance(applier, req, terminal, terminals)
         if cmd == "round":
             return _round(applier, req)
         raise BadRequest(f"unknown cmd {cmd!r}; commands: wager, balance, round")
@@ -330,17 +350,20 @@ class WagerIntake:
 
     Raises:
         IntakeSetupError: a bad endpoint, a non-local one without CURVE, an unreadable secret
-            certificate or allow-list certificate, a missing allow-list folder, a bind failure.
+            certificate or allow-list certificate, a missing allow-list folder, a malformed
+            ``terminals.toml`` (file and line named), a bind failure.
     """
 
     def __init__(self, endpoint: str, *, curve: IntakeCurve | None = None,
                  context: zmq.Context | None = None) -> None:
-        from bus.keys import BusKeyError, RefusalLog, check_allow_list, load_curve_secret
+        from bus.keys import BusKeyError, RefusalLog, load_curve_secret
 
         check_endpoint(endpoint, curve is not None)
         self.curve = curve
-        #: terminal certificates in the allow-list at start (CURVE), else ``None``
+        #: terminal certificates in the allow-list in effect (CURVE), else ``None``
         self.terminals: int | None = None
+        #: the allow-list in effect: terminals and the players each serves (CURVE), else ``None``
+        self.table: TerminalTable | None = None
         self._auth = None
         self._own_ctx = context is None
         self.ctx = context or zmq.Context()
@@ -349,7 +372,8 @@ class WagerIntake:
             if curve is not None:
                 from zmq.auth.thread import ThreadAuthenticator
 
-                self.terminals = check_allow_list(curve.authorized_dir)
+                self.table = load_terminals(curve.authorized_dir)
+                self.terminals = len(self.table.by_key)
                 public, secret = load_curve_secret(Path(curve.secret_cert))
                 self._auth = ThreadAuthenticator(self.ctx, log=RefusalLog(log, "wager intake"))
                 self._auth.start()
@@ -362,7 +386,7 @@ class WagerIntake:
                 self.sock.curve_publickey = public
                 self.sock.curve_secretkey = secret
             self.sock.bind(endpoint)
-        except (BusKeyError, zmq.ZMQError) as exc:
+        except (BusKeyError, BindingError, zmq.ZMQError) as exc:
             self.close()
             raise IntakeSetupError(f"wager intake {endpoint}: {exc}") from None
         self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
@@ -383,7 +407,7 @@ class WagerIntake:
             reply = _error(f"request must be one message frame, got {len(frames)}")
         else:
             try:
-                reply = handle_request(applier, frames[0].bytes, terminal)
+                reply = handle_request(applier, frames[0].bytes, terminal, self.table)
             except sqlite3.Error:
                 raise
             except Exception:   # a defect: logged and answered; a retry with the wager_id tells what happened

@@ -31,7 +31,8 @@ in sequence order:
   the round's no more bets yet; docs/wagers.md).
 * with ``--intake ENDPOINT``: player terminals' wagers (settlement/intake.py, docs/wagers.md
   "Terminal intake"), answered from this loop whenever every bus message that has arrived is
-  applied, placed once per ``wager_id`` (kept in the ledger) and acknowledged after the commit.
+  applied, placed once per ``wager_id`` (kept in the ledger) and acknowledged after the commit;
+  with CURVE, each terminal only for the players its allow-list binds it to.
 * anything else (no roll, boxperson call, other state, alarm): acknowledged, nothing settled
   (9 NYCRR 5324.52(k): a no roll decides nothing).
 * a roll or state message settlement cannot apply (dice that are not two faces 1..6, a
@@ -345,8 +346,10 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
             server = WagerIntake(intake.endpoint, curve=intake.curve)
             for sock in (*sub.sockets, server.sock):
                 poller.register(sock, zmq.POLLIN)
-            on_line(f"wager intake on {server.endpoint}" + (f" (CURVE, {server.terminals} terminal certificate(s) in "
-                                                            f"{intake.curve.authorized_dir})" if intake.curve else ""))
+            on_line(f"wager intake on {server.endpoint}" + (
+                f" (CURVE, {server.table.summary()})" if intake.curve else
+                " (no CURVE: a loopback/ipc test mode; no terminal is authenticated, so none is bound to players: "
+                "any local process may wager for any player)"))
         applier.bet()
         while not stop_event.is_set() and (max_rolls is None or settled < max_rolls):
             env = sub.receive(receive_timeout_s if server is None else 0)

@@ -239,6 +239,8 @@ def test_curve_only_allow_listed_terminals_connect_and_each_wager_records_its_ke
     other = generate_keys(keys, "terminal-3")
     authorize(good.curve_public, allowed_dir)
     authorize(other.curve_public, allowed_dir)
+    # both serve p1 (say, the player's seat and a cashier's terminal)
+    (allowed_dir / "terminals.toml").write_text('terminal-1 = ["p1"]\nterminal-3 = ["p1"]\n')
     cfg_keys = tmp_path / "bus" / "keys"
     BusConfig.local(tmp_path / "bus")          # the bus's keys, settlement's among them
     server = key_files(cfg_keys, "settlement")
