@@ -32,7 +32,9 @@ folder connect (checked first with :func:`bus.keys.check_allow_list`); each wage
 terminal's public key. Each terminal acts only for the players ``terminals.toml`` in that folder
 binds it to (settlement/terminals.py): a wager or balance for another player, or any request
 from a terminal whose certificate was removed, is refused naming the terminal and the player,
-nothing written. Without CURVE there is no
+nothing written. The folder is read again when it changes (:meth:`WagerIntake.refresh`, at
+most once a second, from the service's loop); a folder that cannot be read then keeps the list
+in effect (less the certificates removed) and is logged at ERROR. Without CURVE there is no
 terminal identity to bind: any local process could wager for any player, so the socket binds
 only a loopback tcp:// or an ipc:// endpoint (:func:`check_endpoint`): a test or technician mode.
 """
@@ -42,6 +44,7 @@ import json
 import logging
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,7 +56,7 @@ from .terminals import BindingError, TerminalTable, load_terminals
 
 __all__ = ["WagerIntake", "IntakeConfig", "IntakeCurve", "IntakeSetupError", "check_endpoint", "handle_request",
            "intake_config",
-           "REQUEST_MAX_BYTES", "MAX_AMOUNT_CENTS"]
+           "REQUEST_MAX_BYTES", "MAX_AMOUNT_CENTS", "RELOAD_EVERY_S"]
 
 log = logging.getLogger("settlement.intake")
 
@@ -66,6 +69,8 @@ MAX_ID_CHARS = 100
 #: the largest ``amount`` the intake takes (cents, $100,000,000): above the table limits of every
 #: profile, below what the ledger's 64-bit integers could overflow on
 MAX_AMOUNT_CENTS = 10_000_000_000
+#: how often the service's loop looks whether the allow-list folder changed (seconds, at most)
+RELOAD_EVERY_S = 1.0
 _ENDPOINT = re.compile(r"^(tcp://\S+:(\d+|\*)|ipc://\S+)$")
 _LOCAL = re.compile(r"^(tcp://(127\.0\.0\.1|localhost|\[::1\]):(\d+|\*)|ipc://\S+)$")
 _WAGER_KEYS = ("cmd", "wager_id", "player", "bet", "amount", "round_id", "placed_at",
@@ -347,6 +352,7 @@ class WagerIntake:
             tcp:// only with ``curve``; ``tcp://127.0.0.1:*``: a free port, see :attr:`endpoint`).
         curve: CURVE keys (:class:`IntakeCurve`), or ``None`` (loopback / ipc only).
         context: a ``zmq.Context`` (default: a new one, terminated by :meth:`close`).
+        reload_every_s: seconds between two looks at the allow-list folder (:meth:`refresh`).
 
     Raises:
         IntakeSetupError: a bad endpoint, a non-local one without CURVE, an unreadable secret
@@ -355,8 +361,10 @@ class WagerIntake:
     """
 
     def __init__(self, endpoint: str, *, curve: IntakeCurve | None = None,
-                 context: zmq.Context | None = None) -> None:
+                 context: zmq.Context | None = None, reload_every_s: float = RELOAD_EVERY_S) -> None:
         from bus.keys import BusKeyError, RefusalLog, load_curve_secret
+
+        from .terminals import folder_state
 
         check_endpoint(endpoint, curve is not None)
         self.curve = curve
@@ -364,6 +372,9 @@ class WagerIntake:
         self.terminals: int | None = None
         #: the allow-list in effect: terminals and the players each serves (CURVE), else ``None``
         self.table: TerminalTable | None = None
+        self.reload_every_s = reload_every_s
+        self._state = None
+        self._next_look = time.monotonic() + reload_every_s
         self._auth = None
         self._own_ctx = context is None
         self.ctx = context or zmq.Context()
@@ -372,6 +383,7 @@ class WagerIntake:
             if curve is not None:
                 from zmq.auth.thread import ThreadAuthenticator
 
+                self._state = folder_state(curve.authorized_dir)
                 self.table = load_terminals(curve.authorized_dir)
                 self.terminals = len(self.table.by_key)
                 public, secret = load_curve_secret(Path(curve.secret_cert))
@@ -390,6 +402,52 @@ class WagerIntake:
             self.close()
             raise IntakeSetupError(f"wager intake {endpoint}: {exc}") from None
         self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
+
+    def refresh(self, now: float | None = None) -> str | None:
+        """Read the allow-list folder again if it changed (a certificate or ``terminals.toml``
+        added, removed or rewritten: :func:`settlement.terminals.folder_state`); looks at most
+        once per ``reload_every_s``. Called by the service's loop, between two requests, so a
+        removed terminal is refused from its next request after the look (within a second).
+
+        A folder read whole replaces the list in effect, and the authenticator's (new
+        handshakes). One that cannot be read (a malformed ``terminals.toml`` or certificate, the
+        folder gone) is logged at ERROR naming the file; the list in effect is kept, less the
+        terminals whose certificate file is gone: a reload never opens access wider.
+
+        Args:
+            now: ``time.monotonic()`` (default: now).
+
+        Returns:
+            a line saying what was reloaded, or ``None`` (no CURVE, not looked, unchanged, failed).
+        """
+        from bus.keys import BusKeyError
+
+        from .terminals import folder_state
+
+        if self.curve is None or self._auth is None:
+            return None
+        now = time.monotonic() if now is None else now
+        if now < self._next_look:
+            return None
+        self._next_look = now + self.reload_every_s
+        folder = self.curve.authorized_dir
+        state = folder_state(folder)
+        if state == self._state:
+            return None
+        self._state = state
+        try:
+            table = load_terminals(folder)
+        except (BusKeyError, BindingError) as exc:
+            kept = self.table.without_removed()
+            gone = sorted(t.name for k, t in self.table.by_key.items() if k not in kept.by_key)
+            self.table, self.terminals = kept, len(kept.by_key)
+            log.error("wager intake: allow-list %s not reloaded: %s; the list in effect is kept%s", folder, exc,
+                      f", less the terminals whose certificate was removed: {', '.join(gone)}" if gone else "")
+            return None
+        self._auth.configure_curve(domain="*", location=str(folder))
+        self.table, self.terminals = table, len(table.by_key)
+        log.info("wager intake: allow-list reloaded: %s", table.summary())
+        return f"wager intake: allow-list reloaded: {table.summary()}"
 
     def serve_one(self, applier) -> bool:
         """Answer one waiting request, if any (never waits). Returns whether one was answered.

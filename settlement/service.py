@@ -32,7 +32,8 @@ in sequence order:
 * with ``--intake ENDPOINT``: player terminals' wagers (settlement/intake.py, docs/wagers.md
   "Terminal intake"), answered from this loop whenever every bus message that has arrived is
   applied, placed once per ``wager_id`` (kept in the ledger) and acknowledged after the commit;
-  with CURVE, each terminal only for the players its allow-list binds it to.
+  with CURVE, each terminal only for the players its allow-list binds it to, the allow-list
+  folder read again when it changes (looked at at most once a second, from this loop).
 * anything else (no roll, boxperson call, other state, alarm): acknowledged, nothing settled
   (9 NYCRR 5324.52(k): a no roll decides nothing).
 * a roll or state message settlement cannot apply (dice that are not two faces 1..6, a
@@ -301,7 +302,9 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
         intake: where player terminals send wagers (:class:`settlement.intake.IntakeConfig`), or
             ``None`` (none). Served from this loop: a request is answered only when the bus has
             nothing more to apply (one ``zmq.Poller`` waits on both), so the round gate checks
-            each wager against the latest bus messages.
+            each wager against the latest bus messages. With CURVE, its allow-list folder is
+            looked at once a second and read again when it changed
+            (:meth:`settlement.intake.WagerIntake.refresh`).
 
     Returns:
         the number of rolls settled.
@@ -352,6 +355,8 @@ def run_settlement_service(bus_cfg, profile, players, ledger_path, stop_event: t
                 "any local process may wager for any player)"))
         applier.bet()
         while not stop_event.is_set() and (max_rolls is None or settled < max_rolls):
+            if server is not None and (reloaded := server.refresh()) is not None:
+                on_line(reloaded)   # the allow-list folder changed: read again (at most once a second)
             env = sub.receive(receive_timeout_s if server is None else 0)
             applier.heard_from_bus(sub.head, sub.last_heard)   # round wagers: is settlement behind?
             if env is None:

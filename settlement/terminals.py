@@ -19,16 +19,18 @@ characters. Ground: a wager is made by the player at their own position (9 NYCRR
 players who are seated at a mini-craps table may place a wager"): a terminal is a position,
 and what may be done from it is the house's control, which surveillance reviews in this file.
 
-:func:`load_terminals` reads the folder as a whole (every certificate, then the bindings).
+:func:`load_terminals` reads the folder as a whole (every certificate, then the bindings);
+:func:`folder_state` is what a reload compares to see whether the folder changed.
 """
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["BINDINGS_FILE", "BindingError", "Terminal", "TerminalTable", "load_terminals",
+__all__ = ["BINDINGS_FILE", "BindingError", "Terminal", "TerminalTable", "folder_state", "load_terminals",
            "short_key"]
 
 #: the bindings file in the allow-list folder
@@ -89,6 +91,11 @@ class TerminalTable:
         """The bindings file's path."""
         return self.folder / BINDINGS_FILE
 
+    def without_removed(self) -> TerminalTable:
+        """This table without the terminals whose certificate file is gone (what a reload that
+        failed still applies: a removal never waits for a fixed file)."""
+        return TerminalTable(self.folder, {k: t for k, t in self.by_key.items() if t.cert.is_file()}, self.stray)
+
     def refusal(self, key: str | None, player: str | None) -> str | None:
         """Why the terminal of ``key`` may not act for ``player`` (``None``: any command not about
         a player), or ``None`` if it may."""
@@ -111,6 +118,26 @@ class TerminalTable:
         if self.stray:
             out += f"; {BINDINGS_FILE} names terminals without a certificate (ignored): {', '.join(self.stray)}"
         return out
+
+
+def folder_state(folder: Path) -> tuple | None:
+    """What changes when the allow-list folder does: each certificate's and the bindings file's
+    (name, inode, size, mtime in ns), and the folder's own mtime; ``None`` if the folder is gone."""
+    folder = Path(folder)
+    try:
+        own = folder.stat().st_mtime_ns
+        entries = []
+        with os.scandir(folder) as it:
+            for e in it:
+                if e.name.endswith(".key") or e.name == BINDINGS_FILE:
+                    try:
+                        st = e.stat()
+                    except FileNotFoundError:
+                        continue
+                    entries.append((e.name, st.st_ino, st.st_size, st.st_mtime_ns))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return own, tuple(sorted(entries))
 
 
 def _line_of(text: str, name: str) -> int:

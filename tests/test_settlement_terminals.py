@@ -4,12 +4,17 @@ every wait bounded in time.
 
 A terminal acts only for the players ``terminals.toml`` in the allow-list folder binds it to: a
 wager or a balance for another player is refused naming the terminal and the player, nothing
-written; a malformed ``terminals.toml`` is a startup error naming the file and line."""
+written; the folder is read again when it changes, so a removed certificate is refused from the
+next request (an open connection included); a malformed ``terminals.toml`` is a startup error
+naming the file and line, and at a reload keeps the list in effect (logged at ERROR), never
+opening access wider."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -56,6 +61,23 @@ def floor(tmp_path: Path):
         authorize(keys[n].curve_public, allow)
     BusConfig.local(tmp_path / "bus")
     return allow, keys, key_files(tmp_path / "bus" / "keys", "settlement")
+
+
+def _wait_line(r, text: str, count: int, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while sum(text in s for s in r.lines) < count:
+        assert time.monotonic() < deadline, f"no {text!r} x{count}: {r.lines}"
+        time.sleep(0.02)
+
+
+def _wait_error(caplog, text: str, timeout_s: float = 10.0) -> logging.LogRecord:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [rec for rec in caplog.records if rec.levelno == logging.ERROR and text in rec.getMessage()]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"no ERROR with {text!r}: {[r.getMessage() for r in caplog.records]}"
+        time.sleep(0.02)
 
 
 def test_a_terminal_wagers_and_reads_balances_only_for_the_players_it_is_bound_to(tmp_path: Path, floor):
@@ -105,6 +127,45 @@ def test_a_terminal_wagers_and_reads_balances_only_for_the_players_it_is_bound_t
     assert r.rows("SELECT player, cents FROM balances ORDER BY player") == [("p3", -1500), ("p5", -700)]
 
 
+def test_a_removed_terminal_is_refused_from_its_next_request_after_the_reload(tmp_path: Path, floor):
+    allow, keys, server = floor
+    (allow / "terminals.toml").write_text('terminal-1 = ["p1"]\nterminal-2 = ["p2"]\n')
+    with rig(tmp_path, curve=IntakeCurve(server.curve_secret, allow), endpoint=f"tcp://127.0.0.1:{_port()}") as r:
+        t1 = Terminal(r.endpoint, keys["terminal-1"], server.curve_public)
+        t2 = Terminal(r.endpoint, keys["terminal-2"], server.curve_public)
+        try:
+            r.publish_round("bets-open", client=CurveClientKeys(keys["terminal-2"].curve_secret,
+                                                                server.curve_public), window_s=5.0)
+            assert t1.send(wager("a-1", player="p1"))["ok"] is True
+            (allow / "terminal-1.key").unlink()                   # surveillance: take terminal-1 off the floor
+            _wait_line(r, "wager intake: allow-list reloaded: 2 terminal certificate(s)", 1)
+            # its connection is still open: each request is refused, nothing written
+            gone = f"terminal key {t1.key[:8]}... is not in the allow-list {allow} (its certificate was removed): " \
+                   "request refused, nothing written"
+            assert t1.send(wager("a-2", player="p1")) == {"ok": False, "error": gone}
+            assert t1.send({"cmd": "balance", "player": "p1"}) == {"ok": False, "error": gone}
+            assert t1.send({"cmd": "round"}) == {"ok": False, "error": gone}
+            # and a new connection fails the CURVE handshake
+            with pytest.raises(PermissionError, match="refused the CURVE handshake"):
+                r.send({"cmd": "round"}, CurveClientKeys(keys["terminal-1"].curve_secret, server.curve_public),
+                       timeout_s=2)
+            assert t2.send(wager("b-1", player="p2"))["ok"] is True
+            # a new terminal and a changed binding: in from the next look at the folder (the file
+            # first: a look between the two sees 2 certificates, terminal-4's line ignored)
+            (allow / "terminals.toml").write_text('terminal-2 = ["p2", "p1"]\nterminal-4 = ["p4"]\n')
+            authorize(keys["terminal-4"].curve_public, allow)
+            _wait_line(r, "wager intake: allow-list reloaded: 3 terminal certificate(s)", 1)
+            assert t2.send(wager("b-2", player="p1", amount=300))["balance_cents"] == -1300
+            t4 = CurveClientKeys(keys["terminal-4"].curve_secret, server.curve_public)
+            assert r.send(wager("d-1", player="p4", amount=600), t4)["balance_cents"] == -600
+        finally:
+            t1.close()
+            t2.close()
+    assert r.rows("SELECT wager_id FROM intake ORDER BY wager_id") == [("a-1",), ("b-1",), ("b-2",), ("d-1",)]
+    assert r.rows("SELECT player, cents FROM balances ORDER BY player") == [("p1", -1300), ("p2", -1000),
+                                                                             ("p4", -600)]
+
+
 def test_a_malformed_binding_file_at_start_is_an_error_naming_the_file_and_line(tmp_path: Path, floor):
     allow, keys, server = floor
     bindings = allow / "terminals.toml"
@@ -132,6 +193,42 @@ def test_a_malformed_binding_file_at_start_is_an_error_naming_the_file_and_line(
     assert p.returncode == 2, p.stderr
     assert f"craps-table settle-service: wager intake: {bindings} line 2: not TOML: " in p.stderr
     assert "Traceback" not in p.stderr and not (tmp_path / "l.sqlite").exists()
+
+
+def test_a_malformed_binding_file_at_a_reload_keeps_the_list_in_effect_and_is_logged(tmp_path: Path, floor, caplog):
+    allow, keys, server = floor
+    bindings = allow / "terminals.toml"
+    bindings.write_text('terminal-1 = ["p1"]\nterminal-2 = ["p2"]\n')
+    with rig(tmp_path, curve=IntakeCurve(server.curve_secret, allow), endpoint=f"tcp://127.0.0.1:{_port()}") as r:
+        t1 = Terminal(r.endpoint, keys["terminal-1"], server.curve_public)
+        t2 = Terminal(r.endpoint, keys["terminal-2"], server.curve_public)
+        try:
+            r.publish_round("bets-open", client=CurveClientKeys(keys["terminal-1"].curve_secret,
+                                                                server.curve_public), window_s=5.0)
+            # an edit gone wrong that would have given terminal-1 player p2 as well
+            bindings.write_text('terminal-1 = ["p1", "p2"]\nterminal-2 = ["p2"\n')
+            rec = _wait_error(caplog, "not reloaded")
+            assert rec.name == "settlement.intake"
+            assert rec.getMessage().startswith(f"wager intake: allow-list {allow} not reloaded: {bindings} line 2: "
+                                               "not TOML: ")
+            assert rec.getMessage().endswith("; the list in effect is kept")
+            assert t1.send(wager("w-1", player="p2"))["error"].startswith(
+                f"terminal terminal-1 (key {t1.key[:8]}...) is not bound to player 'p2' (it serves p1:")
+            assert t1.send(wager("w-2", player="p1"))["ok"] is True
+            # a certificate removed while the file is still broken: refused all the same
+            (allow / "terminal-2.key").unlink()
+            rec = _wait_error(caplog, "less the terminals whose certificate was removed: terminal-2")
+            assert t2.send(wager("w-3", player="p2"))["error"].startswith(f"terminal key {t2.key[:8]}... is not in "
+                                                                          "the allow-list")
+            # fixed: read again
+            bindings.write_text('terminal-1 = ["p1", "p2"]\n')
+            _wait_line(r, "wager intake: allow-list reloaded: 2 terminal certificate(s)", 1)
+            assert t1.send(wager("w-4", player="p2"))["ok"] is True
+        finally:
+            t1.close()
+            t2.close()
+    assert r.rows("SELECT wager_id, terminal FROM intake ORDER BY wager_id") == [("w-2", t1.key), ("w-4", t1.key)]
+    assert r.rows("SELECT player, cents FROM balances ORDER BY player") == [("p1", -1000), ("p2", -1000)]
 
 
 def test_without_curve_no_terminal_is_bound_and_the_start_line_says_so(tmp_path: Path):
