@@ -416,7 +416,8 @@ class SettlementSection(_Section):
         intake_endpoint: where ``craps-table settle-service`` takes the player terminals' wagers
             (settlement/intake.py, a REP socket); ``""``: none. Without ``intake_curve`` it must be
             a loopback tcp:// or an ipc:// endpoint.
-        intake_authorized_dir: the folder of the terminals' public certificates.
+        intake_authorized_dir: the folder of the terminals' public certificates and of
+            ``terminals.toml``, the players each terminal serves (settlement/terminals.py).
     """
 
     profile: str = "ny-5324"
