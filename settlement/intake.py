@@ -44,11 +44,12 @@ import json
 import logging
 import re
 import sqlite3
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import zmq
+
+from bus.allowwatch import RELOAD_EVERY_S as _RELOAD_EVERY_S
 
 from .engine import Rejected
 from .ledger import IntakeEntry
@@ -70,7 +71,7 @@ MAX_ID_CHARS = 100
 #: profile, below what the ledger's 64-bit integers could overflow on
 MAX_AMOUNT_CENTS = 10_000_000_000
 #: how often the service's loop looks whether the allow-list folder changed (seconds, at most)
-RELOAD_EVERY_S = 1.0
+RELOAD_EVERY_S = _RELOAD_EVERY_S
 _ENDPOINT = re.compile(r"^(tcp://\S+:(\d+|\*)|ipc://\S+)$")
 _LOCAL = re.compile(r"^(tcp://(127\.0\.0\.1|localhost|\[::1\]):(\d+|\*)|ipc://\S+)$")
 _WAGER_KEYS = ("cmd", "wager_id", "player", "bet", "amount", "round_id", "placed_at",
@@ -362,19 +363,16 @@ class WagerIntake:
 
     def __init__(self, endpoint: str, *, curve: IntakeCurve | None = None,
                  context: zmq.Context | None = None, reload_every_s: float = RELOAD_EVERY_S) -> None:
+        from bus.allowwatch import AllowListWatch
         from bus.keys import BusKeyError, RefusalLog, load_curve_secret
 
-        from .terminals import folder_state
+        from .terminals import BINDINGS_FILE
 
         check_endpoint(endpoint, curve is not None)
         self.curve = curve
-        #: terminal certificates in the allow-list in effect (CURVE), else ``None``
-        self.terminals: int | None = None
-        #: the allow-list in effect: terminals and the players each serves (CURVE), else ``None``
-        self.table: TerminalTable | None = None
         self.reload_every_s = reload_every_s
-        self._state = None
-        self._next_look = time.monotonic() + reload_every_s
+        #: the allow-list folder's watch (CURVE), else ``None`` (bus/allowwatch.py)
+        self.watch: AllowListWatch | None = None
         self._auth = None
         self._own_ctx = context is None
         self.ctx = context or zmq.Context()
@@ -383,13 +381,13 @@ class WagerIntake:
             if curve is not None:
                 from zmq.auth.thread import ThreadAuthenticator
 
-                self._state = folder_state(curve.authorized_dir)
-                self.table = load_terminals(curve.authorized_dir)
-                self.terminals = len(self.table.by_key)
+                self.watch = AllowListWatch(curve.authorized_dir, "wager intake", log, load=load_terminals,
+                                            also=(BINDINGS_FILE,), errors=(BindingError,), noun="terminals",
+                                            reload_every_s=reload_every_s)
                 public, secret = load_curve_secret(Path(curve.secret_cert))
                 self._auth = ThreadAuthenticator(self.ctx, log=RefusalLog(log, "wager intake"))
                 self._auth.start()
-                self._auth.configure_curve(domain="*", location=str(curve.authorized_dir))
+                self.watch.attach(self._auth)
             self.sock = self.ctx.socket(zmq.REP)
             self.sock.setsockopt(zmq.LINGER, 0)
             self.sock.setsockopt(zmq.MAXMSGSIZE, HARD_MAX_BYTES)
@@ -403,16 +401,27 @@ class WagerIntake:
             raise IntakeSetupError(f"wager intake {endpoint}: {exc}") from None
         self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
 
+    @property
+    def table(self) -> TerminalTable | None:
+        """The allow-list in effect: terminals and the players each serves (CURVE), else ``None``."""
+        return self.watch.table if self.watch is not None else None
+
+    @property
+    def terminals(self) -> int | None:
+        """Terminal certificates in the allow-list in effect (CURVE), else ``None``."""
+        return len(self.watch.table.by_key) if self.watch is not None else None
+
     def refresh(self, now: float | None = None) -> str | None:
         """Read the allow-list folder again if it changed (a certificate or ``terminals.toml``
         added, removed or rewritten: :func:`settlement.terminals.folder_state`); looks at most
         once per ``reload_every_s``. Called by the service's loop, between two requests, so a
         removed terminal is refused from its next request after the look (within a second).
 
-        A folder read whole replaces the list in effect, and the authenticator's (new
-        handshakes). One that cannot be read (a malformed ``terminals.toml`` or certificate, the
-        folder gone) is logged at ERROR naming the file; the list in effect is kept, less the
-        terminals whose certificate file is gone: a reload never opens access wider.
+        A folder read whole replaces the list in effect, which the authenticator asks at every
+        handshake (bus/allowwatch.py). One that cannot be read (a malformed ``terminals.toml``
+        or certificate, the folder gone) is logged at ERROR naming the file; the list in effect
+        is kept, less the terminals whose certificate file is gone: a reload never opens access
+        wider.
 
         Args:
             now: ``time.monotonic()`` (default: now).
@@ -420,34 +429,10 @@ class WagerIntake:
         Returns:
             a line saying what was reloaded, or ``None`` (no CURVE, not looked, unchanged, failed).
         """
-        from bus.keys import BusKeyError
-
-        from .terminals import folder_state
-
-        if self.curve is None or self._auth is None:
+        if self.watch is None or self._auth is None:
             return None
-        now = time.monotonic() if now is None else now
-        if now < self._next_look:
-            return None
-        self._next_look = now + self.reload_every_s
-        folder = self.curve.authorized_dir
-        state = folder_state(folder)
-        if state == self._state:
-            return None
-        self._state = state
-        try:
-            table = load_terminals(folder)
-        except (BusKeyError, BindingError) as exc:
-            kept = self.table.without_removed()
-            gone = sorted(t.name for k, t in self.table.by_key.items() if k not in kept.by_key)
-            self.table, self.terminals = kept, len(kept.by_key)
-            log.error("wager intake: allow-list %s not reloaded: %s; the list in effect is kept%s", folder, exc,
-                      f", less the terminals whose certificate was removed: {', '.join(gone)}" if gone else "")
-            return None
-        self._auth.configure_curve(domain="*", location=str(folder))
-        self.table, self.terminals = table, len(table.by_key)
-        log.info("wager intake: allow-list reloaded: %s", table.summary())
-        return f"wager intake: allow-list reloaded: {table.summary()}"
+        done = self.watch.refresh(now)
+        return done.line if done is not None and done.ok else None
 
     def serve_one(self, applier) -> bool:
         """Answer one waiting request, if any (never waits). Returns whether one was answered.

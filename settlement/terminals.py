@@ -20,15 +20,18 @@ players who are seated at a mini-craps table may place a wager"): a terminal is 
 and what may be done from it is the house's control, which surveillance reviews in this file.
 
 :func:`load_terminals` reads the folder as a whole (every certificate, then the bindings);
-:func:`folder_state` is what a reload compares to see whether the folder changed.
+:func:`folder_state` is what a reload compares to see whether the folder changed. The watch
+of the folder is the one the other allow-listed sockets use (bus/allowwatch.py).
 """
 from __future__ import annotations
 
-import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from bus.allowwatch import AllowList, Cert, short_key
+from bus.allowwatch import folder_state as _folder_state
 
 __all__ = ["BINDINGS_FILE", "BindingError", "Terminal", "TerminalTable", "folder_state", "load_terminals",
            "short_key"]
@@ -45,15 +48,9 @@ class BindingError(ValueError):
     (the message names the file and the line)."""
 
 
-def short_key(key: str | None) -> str:
-    """The short form of a terminal's Z85 CURVE public key for messages: its first 8 characters
-    and "..." (the ledger keeps the whole key)."""
-    return "(none)" if key is None else f"{key[:8]}..."
-
-
 @dataclass(frozen=True)
-class Terminal:
-    """One allow-listed terminal.
+class Terminal(Cert):
+    """One allow-listed terminal (a :class:`bus.allowwatch.Cert` with its players).
 
     Attributes:
         name: the NAME of its certificate ``NAME.key``.
@@ -62,19 +59,13 @@ class Terminal:
         players: the player ids it serves (empty: none).
     """
 
-    name: str
-    key: str
-    cert: Path
     players: frozenset[str]
-
-    def label(self) -> str:
-        """``NAME (key XXXXXXXX...)``: how messages name the terminal."""
-        return f"{self.name} (key {short_key(self.key)})"
 
 
 @dataclass(frozen=True)
-class TerminalTable:
-    """The allow-list folder as read: terminals by key, and the bindings' stray names.
+class TerminalTable(AllowList):
+    """The allow-list folder as read: terminals by key, and the bindings' stray names (a
+    :class:`bus.allowwatch.AllowList`; ``without_removed`` keeps ``stray``).
 
     Attributes:
         folder: the allow-list folder.
@@ -82,19 +73,12 @@ class TerminalTable:
         stray: names in ``terminals.toml`` with no certificate in the folder (ignored).
     """
 
-    folder: Path
-    by_key: dict[str, Terminal] = field(default_factory=dict)
     stray: tuple[str, ...] = ()
 
     @property
     def bindings(self) -> Path:
         """The bindings file's path."""
         return self.folder / BINDINGS_FILE
-
-    def without_removed(self) -> TerminalTable:
-        """This table without the terminals whose certificate file is gone (what a reload that
-        failed still applies: a removal never waits for a fixed file)."""
-        return TerminalTable(self.folder, {k: t for k, t in self.by_key.items() if t.cert.is_file()}, self.stray)
 
     def refusal(self, key: str | None, player: str | None) -> str | None:
         """Why the terminal of ``key`` may not act for ``player`` (``None``: any command not about
@@ -122,22 +106,9 @@ class TerminalTable:
 
 def folder_state(folder: Path) -> tuple | None:
     """What changes when the allow-list folder does: each certificate's and the bindings file's
-    (name, inode, size, mtime in ns), and the folder's own mtime; ``None`` if the folder is gone."""
-    folder = Path(folder)
-    try:
-        own = folder.stat().st_mtime_ns
-        entries = []
-        with os.scandir(folder) as it:
-            for e in it:
-                if e.name.endswith(".key") or e.name == BINDINGS_FILE:
-                    try:
-                        st = e.stat()
-                    except FileNotFoundError:
-                        continue
-                    entries.append((e.name, st.st_ino, st.st_size, st.st_mtime_ns))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return own, tuple(sorted(entries))
+    (name, inode, size, mtime in ns), and the folder's own mtime; ``None`` if the folder is gone
+    (:func:`bus.allowwatch.folder_state`)."""
+    return _folder_state(folder, (BINDINGS_FILE,))
 
 
 def _line_of(text: str, name: str) -> int:
