@@ -163,6 +163,9 @@ class AllowListWatch:
         certificate: named): a socket does not start on a list it cannot read.
     """
 
+    #: removed keys whose name is remembered for refusal messages, at most
+    KEEP = 1024
+
     def __init__(self, folder: Path, what: str, logger: logging.Logger, *,
                  load: Callable[[Path], AllowList] = load_allow_list, also: Iterable[str] = (),
                  errors: tuple = (), noun: str = "keys", reload_every_s: float = RELOAD_EVERY_S) -> None:
@@ -180,6 +183,8 @@ class AllowListWatch:
         self._lock = threading.Lock()
         #: why the last reload failed (the exception ``load`` raised), or ``None``
         self.last_error: Exception | None = None
+        #: certificate names of keys removed since start, by key (for refusals; at most :attr:`KEEP`)
+        self.removed_names: dict[str, str] = {}
 
     def allows(self, key: str | None) -> bool:
         """Whether the key (Z85; ``None``: no key) is in the list in effect."""
@@ -190,8 +195,10 @@ class AllowListWatch:
         ``action`` ends the message: what is not done (``"command refused, nothing applied"``)."""
         if self.allows(key):
             return None
-        return (f"{self.what}: key {short_key(key)} is not in the allow-list {self.folder} (its certificate was "
-                f"removed, or it never was there): {action}")
+        name = self.removed_names.get(key) if key is not None else None
+        who = f"{name} (key {short_key(key)})" if name else f"key {short_key(key)}"
+        return (f"{self.what}: {who} is not in the allow-list {self.folder} (its certificate was removed): "
+                f"{action}")
 
     def callback(self, domain: str, key: bytes) -> bool:
         """The ZAP authenticator's question (pyzmq ``configure_curve_callback``): whether the
@@ -232,6 +239,17 @@ class AllowListWatch:
             return None
         self._state = state
         old = self.table
+        done = self._reload(old)
+        for k in done.removed:
+            self.removed_names.pop(k, None)
+            self.removed_names[k] = old.by_key[k].name
+        for k in done.added:
+            self.removed_names.pop(k, None)
+        while len(self.removed_names) > self.KEEP:
+            del self.removed_names[next(iter(self.removed_names))]
+        return done
+
+    def _reload(self, old: AllowList) -> Reload:
         try:
             table = self._load(self.folder)
         except self._errors as exc:

@@ -98,8 +98,14 @@ lost.
 With CURVE keys (:class:`CurveServerKeys`, the bus's key files, bus/keys.py; the table
 service's ``[boxperson] curve = true``) the socket is encrypted, only consoles whose public
 certificate is in the allow-list may connect, and each decision records the console's public
-key (``console``) beside the name it gives. Without CURVE any process that reaches the socket
-may answer a call, so the service binds such a socket only on loopback or ipc://.
+key (``console``) beside the name it gives. The allow-list folder is read again when it
+changes (looked at most once a second from the socket's own loop, bus/allowwatch.py), and every
+command is checked against the list in effect: a console whose certificate was removed is
+refused from its next command, on a connection already open too (reply ``ok: false`` naming
+its key, nothing applied, nothing shown); a folder that cannot be read then keeps the list in
+effect less the removed certificates, logged at ERROR naming the file. Without CURVE any process
+that reaches the socket may answer a call, so the service binds such a socket only on loopback
+or ipc://.
 """
 from __future__ import annotations
 
@@ -750,13 +756,25 @@ class CommandServer:
     ``table_command``, ``confirm_s``: see :func:`handle_request` (the table service's
     socket, ``craps-table run``, waits :data:`CONFIRM_S`).
 
+    With ``curve``, the allow-list folder is watched (:attr:`watch`, bus/allowwatch.py): read
+    again at most every ``reload_every_s`` seconds from :meth:`serve_once` when it changed, and
+    every command is checked against the list in effect, so a console whose certificate was
+    removed is refused from its next command, nothing applied (9 NYCRR 5324.52(i): the
+    boxperson's decisions are the house's control; a revoked console makes none).
+
+    Raises:
+        bus.keys.BusKeyError: ``curve``'s secret certificate, the allow-list folder or a
+            certificate in it cannot be read (named).
+        zmq.ZMQError: the endpoint cannot be bound.
+
     Call :meth:`start` to serve from a background thread (it also expires calls past their
     deadline every ``poll_ms``), or :meth:`serve_once` from your own loop.
     """
 
     def __init__(self, registry: CallRegistry, endpoint: str, *, curve: CurveServerKeys | None = None,
                  context: zmq.Context | None = None, poll_ms: int = 100,
-                 table_command: Callable[..., None] | None = None, confirm_s: float | None = None) -> None:
+                 table_command: Callable[..., None] | None = None, confirm_s: float | None = None,
+                 reload_every_s: float = 1.0) -> None:
         if confirm_s is not None and not 0 < confirm_s < float("inf"):
             raise ValueError(f"confirm_s must be a finite number of seconds > 0, got {confirm_s}")
         self.registry = registry
@@ -766,18 +784,26 @@ class CommandServer:
         self._own_ctx = context is None
         self.ctx = context or zmq.Context()
         self._auth = None
+        #: the allow-list folder's watch (CURVE), else ``None``
+        self.watch = None
+        if curve is not None:
+            from bus.allowwatch import AllowListWatch
+            from bus.keys import load_curve_secret
+
+            public, secret = load_curve_secret(Path(curve.secret_cert))
+            self.watch = AllowListWatch(curve.authorized_dir, "boxperson commands", log, noun="consoles",
+                                        reload_every_s=reload_every_s)
         self.sock = self.ctx.socket(zmq.REP)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.MAXMSGSIZE, REQUEST_MAX_BYTES)
         if curve is not None:
             from zmq.auth.thread import ThreadAuthenticator
 
-            from bus.keys import RefusalLog, load_curve_secret
+            from bus.keys import RefusalLog
 
-            public, secret = load_curve_secret(Path(curve.secret_cert))
             self._auth = ThreadAuthenticator(self.ctx, log=RefusalLog(log, "boxperson commands"))
             self._auth.start()
-            self._auth.configure_curve(domain="*", location=str(curve.authorized_dir))
+            self.watch.attach(self._auth)
             self.sock.curve_server = True
             self.sock.curve_publickey = public
             self.sock.curve_secretkey = secret
@@ -788,16 +814,25 @@ class CommandServer:
         self._thread: threading.Thread | None = None
 
     def serve_once(self, timeout_ms: int = 0) -> bool:
-        """Answer at most one request waiting up to ``timeout_ms``; expire due calls.
-        Returns ``True`` when a request was answered."""
+        """Answer at most one request waiting up to ``timeout_ms``; expire due calls; with
+        CURVE, read the allow-list folder again if it changed (at most every
+        ``reload_every_s``). A command from a console not in the list in effect is refused
+        naming its key, nothing applied. Returns ``True`` when a request was answered."""
         self.registry.expire()
+        if self.watch is not None:
+            self.watch.refresh()
         if not self.sock.poll(timeout_ms, zmq.POLLIN):
             return False
         frame = self.sock.recv(copy=False)
         # with CURVE, the ZAP handler's User-Id is the client's public key (Z85)
         console = frame.get("User-Id") if self._auth is not None else None
         try:
-            reply = handle_request(self.registry, frame.bytes, self.table_command, console, self.confirm_s)
+            refused = self.watch.refusal(console, "command refused, nothing applied") if self.watch else None
+            if refused is not None:
+                log.warning("%s", refused)
+                reply = _error(refused)
+            else:
+                reply = handle_request(self.registry, frame.bytes, self.table_command, console, self.confirm_s)
         except Exception:   # a defect here must not stop the boxperson's console: log, answer, serve on
             log.exception("boxperson command server: a request could not be handled")
             reply = _error("internal error: the request was not handled (see the table service's log)")

@@ -295,3 +295,122 @@ def test_decide_timeout_must_be_finite_and_positive(value, says, capsys):
         cli_main(["decide", "--pending", "--timeout", value])
     assert exc.value.code == 2
     assert f"argument --timeout: {says}" in capsys.readouterr().err
+
+
+class _Console:
+    """A boxperson console holding one CURVE connection open (as ``craps-table decide`` in a
+    loop would not: it reconnects per command)."""
+
+    def __init__(self, endpoint: str, keys, server_public) -> None:
+        import zmq
+
+        from bus.keys import load_curve_public, load_curve_secret
+
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.REQ)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.key = load_curve_public(keys.curve_public).decode("ascii")
+        self.sock.curve_publickey, self.sock.curve_secretkey = load_curve_secret(keys.curve_secret)
+        self.sock.curve_serverkey = load_curve_public(server_public)
+        self.sock.connect(endpoint)
+
+    def send(self, request: dict, timeout_s: float = 5.0) -> dict:
+        import zmq
+
+        self.sock.send(json.dumps(request).encode())
+        assert self.sock.poll(int(timeout_s * 1000), zmq.POLLIN), "no reply from the command server"
+        return json.loads(self.sock.recv())
+
+    def close(self) -> None:
+        self.sock.close(0)
+        self.ctx.term()
+
+
+def _curve_floor(tmp_path):
+    from bus.keys import authorize, generate_keys
+
+    server_keys = generate_keys(tmp_path, "table")
+    consoles = {n: generate_keys(tmp_path, n) for n in ("box-a", "box-b")}
+    allow = tmp_path / "authorized"
+    for kf in consoles.values():
+        authorize(kf.curve_public, allow)
+    return server_keys, consoles, allow
+
+
+def _refused_within(console: _Console, timeout_s: float = 5.0) -> dict:
+    """Ask ``pending`` until the server refuses the console (bounded): the reply refused."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        reply = console.send({"cmd": "pending"})
+        if not reply["ok"]:
+            return reply
+        assert time.monotonic() < deadline, f"console still served {timeout_s} s after its certificate was removed"
+        time.sleep(0.05)
+
+
+def test_a_console_removed_from_the_allow_list_is_refused_without_a_restart(tmp_path, caplog):
+    """A console's certificate removed from ``[boxperson] authorized_dir`` while its connection
+    is open: within a second its next command is refused naming its key, nothing applied (the
+    call stays open for another console); a new connection from it fails the handshake; the
+    other console decides. Before, the list was read only at start: the removed console went
+    on deciding rolls until the table service was restarted."""
+    caplog.set_level("INFO", logger="controller.boxperson")
+    server_keys, consoles, allow = _curve_floor(tmp_path)
+    reg = CallRegistry(60.0)
+    reg.open("t-1", "face-unreadable", b"")
+    server = CommandServer(reg, "tcp://127.0.0.1:*",
+                           curve=CurveServerKeys(server_keys.curve_secret, allow)).start()
+    a = _Console(server.endpoint, consoles["box-a"], server_keys.curve_public)
+    b = _Console(server.endpoint, consoles["box-b"], server_keys.curve_public)
+    try:
+        assert [c["roll_id"] for c in a.send({"cmd": "pending"})["calls"]] == ["t-1"]
+        (allow / "box-a.key").unlink()
+        refused = _refused_within(a)
+        expected = (f"boxperson commands: box-a (key {a.key[:8]}...) is not in the allow-list {allow} (its "
+                    "certificate was removed): command refused, nothing applied")
+        assert refused == {"ok": False, "error": expected}
+        assert a.send({"cmd": "decide", "roll_id": "t-1", "dice": [6, 6], "who": "al"}) == {
+            "ok": False, "error": expected}
+        assert reg.decision("t-1") is None and [c.roll_id for c in reg.pending()] == ["t-1"]
+        assert any(r.levelname == "INFO" and r.getMessage() == f"boxperson commands: allow-list reloaded: 1 "
+                   f"certificate(s) in {allow}" for r in caplog.records)
+        # a new connection with the removed key fails the CURVE handshake
+        with pytest.raises(PermissionError, match="refused the CURVE handshake"):
+            send_command(server.endpoint, {"cmd": "pending"}, timeout_s=1.0,
+                         curve=CurveClientKeys(consoles["box-a"].curve_secret, server_keys.curve_public))
+        d = b.send({"cmd": "decide", "roll_id": "t-1", "dice": [6, 5], "who": "bo"})
+        assert d["ok"] and d["decision"]["dice"] == [6, 5] and d["decision"]["console"] == b.key
+    finally:
+        a.close()
+        b.close()
+        server.close()
+
+
+def test_a_console_removed_while_the_folder_cannot_be_read_is_refused_and_the_error_named(tmp_path, caplog):
+    """A damaged certificate dropped into the folder while a console's is removed: the reload
+    fails, logged at ERROR naming the file; the list in effect is kept less the removed console
+    (a reload never widens access, and a removal does not wait for the folder to be fixed)."""
+    server_keys, consoles, allow = _curve_floor(tmp_path)
+    reg = CallRegistry(60.0)
+    reg.open("t-1", "face-unreadable", b"")
+    server = CommandServer(reg, "tcp://127.0.0.1:*",
+                           curve=CurveServerKeys(server_keys.curve_secret, allow)).start()
+    a = _Console(server.endpoint, consoles["box-a"], server_keys.curve_public)
+    b = _Console(server.endpoint, consoles["box-b"], server_keys.curve_public)
+    try:
+        assert a.send({"cmd": "pending"})["ok"] and b.send({"cmd": "pending"})["ok"]
+        (allow / "stray.key").write_text("not a certificate\n")
+        (allow / "box-a.key").unlink()
+        assert "box-a (key" in _refused_within(a)["error"]
+        errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+        assert len(errors) == 1 and errors[0].startswith(f"boxperson commands: allow-list {allow} not reloaded: ")
+        assert str(allow / "stray.key") in errors[0] and errors[0].endswith(
+            "the list in effect is kept, less the consoles whose certificate was removed: box-a")
+        d = b.send({"cmd": "decide", "roll_id": "t-1", "dice": [2, 2], "who": "bo"})
+        assert d["ok"] and d["decision"]["console"] == b.key
+    finally:
+        a.close()
+        b.close()
+        server.close()
