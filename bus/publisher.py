@@ -9,7 +9,21 @@ next message or heartbeat). A background thread serves the ROUTER replay/ack end
 heartbeats carrying the last sequence number.
 
 Both sockets are CURVE servers; a ZAP authenticator (``zmq.auth.thread.ThreadAuthenticator``)
-admits only clients whose public certificate is in the allow-list directory.
+admits only clients whose public certificate is in the allow-list directory, as in effect
+(bus/allowwatch.py). The background thread looks at the folder once a second and reads it again
+when it changed (or :meth:`RollPublisher.reload_allow_list` at once). When a key is removed:
+
+- the replay ROUTER checks every request against the list in effect: the removed subscriber's
+  requests (replays, acks) are refused naming its key, on a connection already open too;
+- the PUB stream cannot drop one peer (ZeroMQ's XPUB has no per-peer disconnect), so the
+  publisher unbinds its PUB endpoint and binds it again, at once: every subscriber's
+  connection closes, and reconnects through the authenticator. An allowed one reconnects
+  (within its reconnect interval) and replays from the journal what it missed while away
+  (seen from the next message or heartbeat): nothing lost, nothing twice. A removed one is
+  refused at the handshake and reads nothing published after the reload.
+
+A folder that cannot be read at a reload keeps the list in effect less the removed certificates
+(logged at ERROR naming the file): a reload never widens access.
 """
 from __future__ import annotations
 
@@ -26,9 +40,10 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from bus import envelope as envmod
+from bus.allowwatch import AllowListWatch, Reload, short_key
 from bus.config import BusConfig
 from bus.journal import AckStore, Journal, acks_path
-from bus.keys import BusKeyError, RefusalLog, check_allow_list, key_files, load_curve_secret, load_signing_key
+from bus.keys import BusKeyError, RefusalLog, key_files, load_curve_secret, load_signing_key
 from bus.ratelimit import PeerRateLimiter
 from bus.wallclock import WallClock
 
@@ -82,7 +97,9 @@ class RollPublisher:
             accept), default ``cfg.table_id``.
         on_alarm: ``callback(code, details)`` called (from the publishing or background thread)
             on an alarm: ``"hwm"`` (a send hit the high-water mark; details ``{"seq"}``),
-            ``"replay_error"``.
+            ``"replay_error"``, ``"pub_rebind"`` (the PUB endpoint could not be bound again after
+            an allow-list change: tried every 50 ms, alarmed once a second; details
+            ``{"endpoint", "error", "tries"}``).
         auto_heartbeat: run the heartbeat in the background thread every ``cfg.heartbeat_s``
             when idle (default). With it off, call :meth:`heartbeat` at least every second.
         on_heartbeat: ``callback(sent)`` after each heartbeat (:meth:`add_heartbeat_listener`).
@@ -115,7 +132,7 @@ class RollPublisher:
         self._on_alarm = on_alarm
         self._hb_listeners: list[Callable[[bool], None]] = [on_heartbeat] if on_heartbeat else []
         self.stats = {"published": 0, "hwm_alarms": 0, "heartbeats": 0, "replayed": 0, "acks": 0,
-                      "replay_refused": 0, "clock_steps": 0}
+                      "replay_refused": 0, "clock_steps": 0, "pub_rebinds": 0}
         self._limiter = PeerRateLimiter(cfg.replay_rate, cfg.replay_burst)
         self._refusals_logged: dict[str, tuple[float, int]] = {}   # peer -> (time logged, refused since)
         #: the watched clock of the envelopes' ``ts`` (bus/wallclock.py)
@@ -127,9 +144,12 @@ class RollPublisher:
         if not cfg.allow_dir.is_dir():
             raise BusKeyError(f"CURVE allow-list directory {cfg.allow_dir} does not exist "
                               "(bus.keys.authorize or craps-table keys authorize)")
-        # one unreadable certificate makes ZeroMQ's authenticator drop the whole allow-list (it
-        # logs an error and then lets no subscriber connect), so refuse to start instead
-        check_allow_list(cfg.allow_dir)
+        # one unreadable certificate: refuse to start (named), rather than serve an unknown list
+        #: the allow-list in effect, read again when its folder changes (bus/allowwatch.py)
+        self.allow = AllowListWatch(cfg.allow_dir, "roll bus", log, noun="subscribers")
+        self._revoked_logged: dict[str, float] = {}   # removed key -> when its refusal was logged
+        self._rebind_due: str | None = None   # "unbind", then "bind": the PUB endpoint's re-bind to finish
+        self._rebind_tries = 0
         self._lockfile = self._take_lock(Path(str(cfg.journal_path) + ".lock"))
         self._closed = False
         self._journal = None
@@ -147,7 +167,7 @@ class RollPublisher:
                 self.clock.now()
             self._auth = ThreadAuthenticator(self._ctx, log=RefusalLog(logging.getLogger("bus.auth"), "roll bus"))
             self._auth.start()
-            self._auth.configure_curve(domain="*", location=str(cfg.allow_dir))
+            self.allow.attach(self._auth)
             if not any(cfg.allow_dir.glob("*.key")):
                 log.warning("bus: the CURVE allow-list %s is empty: no subscriber can connect", cfg.allow_dir)
             self._xpub = self._server_socket(zmq.XPUB)
@@ -266,22 +286,25 @@ class RollPublisher:
         self._hb_listeners.append(fn)
 
     def reload_allow_list(self) -> int:
-        """Re-read the CURVE allow-list directory (after ``craps-table keys authorize`` or the
-        removal of a certificate); new handshakes use it at once. Returns how many public
-        certificates it holds. Existing connections stay up until they reconnect.
+        """Re-read the CURVE allow-list directory now (after ``craps-table keys authorize`` or
+        the removal of a certificate; the background thread also does it within a second of a
+        change). New handshakes use it at once; if a key was removed, its replay requests are
+        refused and the PUB endpoint is bound again so that every subscriber reconnects through
+        the authenticator (module docstring). Returns how many keys it holds.
 
         Raises:
             RuntimeError: the publisher is closed.
             bus.keys.BusKeyError: a certificate in the folder cannot be read (named), or the
-                folder is gone: the allow-list in effect is kept (ZeroMQ would have dropped it
-                whole and refused every subscriber).
+                folder is gone: the allow-list in effect is kept, less the removed certificates
+                (logged at ERROR).
         """
         if self._closed:
             raise RuntimeError("publisher is closed")
-        n = check_allow_list(self.cfg.allow_dir)
-        self._auth.configure_curve(domain="*", location=str(self.cfg.allow_dir))
-        log.info("bus: allow-list %s reloaded (%d certificates)", self.cfg.allow_dir, n)
-        return n
+        done = self.allow.refresh(force=True)
+        self._applied(done)
+        if done is not None and not done.ok and self.allow.last_error is not None:
+            raise self.allow.last_error
+        return len(self.allow.table.by_key)
 
     def acks(self) -> dict[str, int]:
         """Acknowledged sequence number per subscriber (its CURVE public key, Z85)."""
@@ -374,6 +397,9 @@ class RollPublisher:
                     break
                 self._handle_request(journal, acks, frames)
         self._drain_subscriptions()
+        self._applied(self.allow.refresh())
+        if self._rebind_due:
+            self._rebind_pub()
         if self._auto_hb and not self._closed and time.monotonic() - self._last_send >= hb:
             self.heartbeat()
         if time.monotonic() - self._last_checkpoint >= 1.0:
@@ -382,6 +408,58 @@ class RollPublisher:
             if self.cfg.prune_acked and self._prune_due:
                 self._prune(journal, acks)
                 self._prune_due = False
+
+    def _applied(self, done: Reload | None) -> None:
+        """After a reload: a key removed cuts the PUB stream's connections (:meth:`_rebind_pub`)."""
+        if done is not None and done.removed:
+            log.warning("bus: subscriber key(s) %s removed from the allow-list %s: their replay requests are "
+                        "refused, and the PUB endpoint %s is bound again (every subscriber reconnects through "
+                        "the authenticator; the removed ones are refused)",
+                        ", ".join(sorted(short_key(k) for k in done.removed)), self.cfg.allow_dir, self.pub_endpoint)
+            with self._send_lock:
+                self._rebind_due = "unbind"
+            self._rebind_pub()
+
+    def _rebind_pub(self) -> None:
+        """Unbind the PUB endpoint and bind it again (under the send lock): libzmq closes the
+        connections accepted on it, and every subscriber reconnects through the ZAP
+        authenticator. Published messages are journalled first, so one that went out while no
+        subscriber was connected is replayed to it. A bind that fails (the port not yet
+        released) is tried again from the background thread's next loop (every 50 ms), with a
+        ``"pub_rebind"`` alarm once a second while it fails."""
+        with self._send_lock:
+            if self._rebind_due is None:
+                return
+            try:
+                if self._rebind_due == "unbind":
+                    self._xpub.unbind(self.pub_endpoint)
+                    self._rebind_due = "bind"
+                self._xpub.bind(self.pub_endpoint)
+            except zmq.ZMQError as exc:
+                self._rebind_tries += 1
+                if self._rebind_tries % 20 == 0:
+                    self._alarm("pub_rebind", {"endpoint": self.pub_endpoint, "error": str(exc),
+                                               "tries": self._rebind_tries})
+                return
+            self._rebind_due, self._rebind_tries = None, 0
+            self.stats["pub_rebinds"] += 1
+        log.info("bus: PUB endpoint %s bound again after an allow-list change", self.pub_endpoint)
+
+    def _revoked(self, ident: bytes, subscriber: str) -> None:
+        """Refuse a request from a key not in the allow-list in effect (removed while its
+        connection was open): ``[ERROR, {"error"}]`` naming the key, nothing read or recorded;
+        logged at most every 10 s per key."""
+        msg = self.allow.refusal(subscriber, "request refused, nothing read or recorded")
+        now = time.monotonic()
+        if now - self._revoked_logged.get(subscriber, -1e9) >= 10.0:
+            log.warning("bus: %s", msg)
+            self._revoked_logged[subscriber] = now
+            if len(self._revoked_logged) > 1024:
+                self._revoked_logged.pop(next(iter(self._revoked_logged)))
+        try:
+            self._router.send_multipart([ident, REP_ERROR, json.dumps({"error": msg}).encode()], flags=zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass
 
     def _drain_subscriptions(self) -> None:
         """Read the XPUB's subscription messages, under the send lock.
@@ -406,6 +484,9 @@ class RollPublisher:
         ident = frames[0].bytes
         subscriber = (frames[0].get("User-Id") if len(frames) > 1 else None) or f"identity {ident.hex()}"
         parts = [f.bytes for f in frames[1:]]
+        if not self.allow.allows(subscriber):
+            self._revoked(ident, subscriber)
+            return
         try:
             if not (len(parts) == 2 and parts[0] == REQ_ACK):
                 # every request but an ack reads the journal or is logged: rate-limited per
