@@ -23,10 +23,10 @@ from bus.publisher import RollPublisher
 from bus.subscriber import RollSubscriber
 
 
-@pytest.fixture()
-def floor(tmp_path: Path):
-    """A tcp bus on 127.0.0.1 with two allow-listed subscribers, settlement and audit."""
-    cfg = BusConfig.local(tmp_path / "bus", transport="tcp", heartbeat_s=0.1)
+@pytest.fixture(params=["tcp", "ipc"])
+def floor(tmp_path: Path, request):
+    """A bus (tcp on 127.0.0.1, or ipc) with two allow-listed subscribers, settlement and audit."""
+    cfg = BusConfig.local(tmp_path / "bus", transport=request.param, heartbeat_s=0.1)
     audit = generate_keys(cfg.keys_dir, "audit")
     authorize(audit.curve_public, cfg.allow_dir)
     return cfg, cfg.model_copy(update={"subscriber_key": "audit"}), audit
