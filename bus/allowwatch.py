@@ -16,9 +16,12 @@ holds an :class:`AllowListWatch`, which
   naming the file, and the list in effect is kept less the keys whose certificate file is gone:
   a reload never widens access, and a removal never waits for a fixed folder.
 
-Ground: only those allowed may read the roll stream or command the table (9 NYCRR 5324.52 and
-N.J.A.C. 13:69F-1.11: the house controls who reaches the game's systems); revoking a key is
-removing its certificate, effective within a second, without a restart.
+Ground: a disputed throw is the boxperson's to decide ("the boxperson shall have discretion to
+determine which face is uppermost or shall void the throw", 9 NYCRR 5324.52(h)(1)(ii)(a); "The
+boxperson shall be responsible for any questions or disputes regarding the conduct of the
+game", N.J.A.C. 13:47-20.25(d)), so only the consoles the house allows may decide one; and the
+project's rule that nothing is read by anyone not allowed to (the roll stream, the wagers).
+Revoking a key is removing its certificate: effective within a second, without a restart.
 """
 from __future__ import annotations
 

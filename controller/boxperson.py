@@ -759,8 +759,9 @@ class CommandServer:
     With ``curve``, the allow-list folder is watched (:attr:`watch`, bus/allowwatch.py): read
     again at most every ``reload_every_s`` seconds from :meth:`serve_once` when it changed, and
     every command is checked against the list in effect, so a console whose certificate was
-    removed is refused from its next command, nothing applied (9 NYCRR 5324.52(i): the
-    boxperson's decisions are the house's control; a revoked console makes none).
+    removed is refused from its next command, nothing applied (a disputed throw is the
+    boxperson's to decide, 9 NYCRR 5324.52(h)(1)(ii)(a), N.J.A.C. 13:47-20.25(d): a console the
+    house revoked decides none).
 
     Raises:
         bus.keys.BusKeyError: ``curve``'s secret certificate, the allow-list folder or a
