@@ -787,6 +787,7 @@ class CommandServer:
         self._auth = None
         #: the allow-list folder's watch (CURVE), else ``None``
         self.watch = None
+        self._refusals_logged: dict[str | None, float] = {}   # removed console -> when last logged
         if curve is not None:
             from bus.allowwatch import AllowListWatch
             from bus.keys import load_curve_secret
@@ -830,7 +831,7 @@ class CommandServer:
         try:
             refused = self.watch.refusal(console, "command refused, nothing applied") if self.watch else None
             if refused is not None:
-                log.warning("%s", refused)
+                self._log_refusal(console, refused)
                 reply = _error(refused)
             else:
                 reply = handle_request(self.registry, frame.bytes, self.table_command, console, self.confirm_s)
@@ -839,6 +840,16 @@ class CommandServer:
             reply = _error("internal error: the request was not handled (see the table service's log)")
         self.sock.send(json.dumps(reply).encode())
         return True
+
+    def _log_refusal(self, console: str | None, msg: str) -> None:
+        """Log a removed console's refused command at WARNING, at most every 10 s per key (a
+        console sending in a loop must not fill the table's disk with log lines)."""
+        now = time.monotonic()
+        if now - self._refusals_logged.get(console, -1e9) >= 10.0:
+            log.warning("%s", msg)
+            self._refusals_logged[console] = now
+            if len(self._refusals_logged) > 1024:
+                del self._refusals_logged[next(iter(self._refusals_logged))]
 
     def start(self) -> "CommandServer":
         """Serve from a daemon thread until :meth:`close`."""
