@@ -154,15 +154,17 @@ class TableCommands:
         else:
             log.warning("unknown service event %r ignored", event)
 
-    def _command_refused(self, event: str, details: dict, handoff, exc: Exception) -> None:
-        """``decide-only`` or ``no-roll`` not applied because ``exc``: logged, ``handoff``
-        refused with why (the command socket replies so), a ``command-refused`` alarm published
-        (an alarm the bus refuses is logged: the refusal is already replied)."""
+    def _command_refused(self, event: str, details: dict, handoff, exc: Exception, *,
+                         label: str | None = None) -> None:
+        """``event`` (``decide-only``, ``no-roll``, ``stop``, ``resume``) not applied because
+        ``exc``: logged, ``handoff`` refused with why (the command socket replies so), a
+        ``command-refused`` alarm published, its message ``"<label>: <why>"`` (``label``
+        default ``event``; an alarm the bus refuses is logged: the refusal is already replied)."""
         log.warning("%s from %s refused: %s", event, details.get("who"), exc)
         if handoff is not None:
             handoff.refuse(str(exc))
         try:
-            self._publish("alarm", {"code": "command-refused", "message": f"{event}: {exc}"[:500]})
+            self._publish("alarm", {"code": "command-refused", "message": f"{label or event}: {exc}"[:500]})
         except Exception:  # noqa: BLE001 - the refusal is logged and replied; the bus may be the cause
             log.exception("could not publish the alarm command-refused")
 
@@ -267,13 +269,7 @@ class TableCommands:
             else:
                 body = self.technician_resume(who, abandon=bool(details.get("abandon")), console=console)
         except ValueError as exc:
-            log.warning("%s from %s refused: %s", event, who, exc)
-            if handoff is not None:
-                handoff.refuse(str(exc))
-            try:
-                self._publish("alarm", {"code": "command-refused", "message": f"{event} by {who}: {exc}"[:500]})
-            except Exception:  # noqa: BLE001 - the refusal is logged and replied; the bus may be the cause
-                log.exception("could not publish the alarm command-refused")
+            self._command_refused(event, details, handoff, exc, label=f"{event} by {who}")
             return
         if handoff is not None:
             handoff.finish(body)
