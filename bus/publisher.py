@@ -578,16 +578,11 @@ class RollPublisher:
             pass   # the subscriber's queue is full or it left; its request times out and it asks again
 
     def _prune(self, journal: Journal, store: AckStore) -> None:
-        """Delete messages acknowledged by every allow-listed subscriber (at most once a
-        second, from the background thread)."""
-        from bus.keys import load_curve_public
-
-        allowed = []
-        for p in sorted(self.cfg.allow_dir.glob("*.key")):
-            try:
-                allowed.append(load_curve_public(p).decode("ascii"))
-            except BusKeyError:
-                continue
+        """Delete messages acknowledged by every subscriber of the allow-list in effect
+        (:attr:`allow`; at most once a second, from the background thread). The list in effect,
+        not the folder as it reads now: a certificate that cannot be read keeps its key allowed
+        (bus/allowwatch.py), so its subscriber's unacknowledged messages must be kept too."""
+        allowed = list(self.allow.table.by_key)
         acks = store.acks()
         if allowed and all(a in acks for a in allowed):
             journal.prune(min(acks[a] for a in allowed))

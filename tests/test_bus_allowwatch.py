@@ -66,3 +66,37 @@ def test_a_bad_folder_at_start_is_an_error_naming_it(tmp_path: Path):
     (tmp_path / "allow" / "x.key").write_text("nope\n")
     with pytest.raises(BusKeyError, match="x.key"):
         load_allow_list(tmp_path / "allow")
+
+
+def test_pruning_keeps_what_a_subscriber_with_an_unreadable_certificate_has_not_acknowledged(tmp_path):
+    """The journal is pruned up to what every subscriber of the allow-list in effect acked. A
+    certificate that became unreadable keeps its key in effect (the watch never widens nor
+    narrows access on a folder it cannot read, but for removed files), so its subscriber's
+    unacknowledged messages stay. Before, pruning read the folder itself and skipped the
+    unreadable certificate: the table deleted seq 3..5 that subscriber still needed."""
+    from bus.config import BusConfig
+    from bus.journal import AckStore, Journal, acks_path
+    from bus.keys import authorize, generate_keys
+    from bus.publisher import RollPublisher
+
+    cfg = BusConfig.local(tmp_path / "b", transport="tcp")          # prune_acked off: pruned by hand here
+    audit = generate_keys(cfg.keys_dir, "audit")
+    authorize(audit.curve_public, cfg.allow_dir)
+    with RollPublisher(cfg) as pub:
+        for i in range(6):
+            pub.publish("roll", {"n": i})
+        keys = sorted(pub.allow.table.by_key)
+        assert len(keys) == 2
+        audit_key = next(k for k, c in pub.allow.table.by_key.items() if c.name == "audit")
+        other_key = next(k for k in keys if k != audit_key)
+        (cfg.allow_dir / "audit.key").write_text("not a certificate any more\n")
+        journal = Journal(cfg.journal_path)
+        store = AckStore(acks_path(cfg.journal_path), journal.journal_id)
+        try:
+            store.record(other_key, 5, "2026-12-04T00:00:00+00:00")
+            store.record(audit_key, 2, "2026-12-04T00:00:00+00:00")
+            pub._prune(journal, store)
+            assert journal.first_seq() == 3 and journal.last_seq == 6
+        finally:
+            store.close()
+            journal.close()
