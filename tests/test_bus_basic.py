@@ -602,10 +602,11 @@ def test_odd_replay_requests_get_an_error_reply(tmp_path: Path):
             ctx.term()
 
 
-def _backup_at_3_then_8_delivered(tmp_path: Path):
-    """A table journal backed up at seq 3, then seq 1..8 delivered and acked to a subscriber.
-    Returns ``(cfg, the subscriber's state file, restore)``: ``restore()`` puts the backup
-    back (the same journal id, seq 3 its last)."""
+def _backup_at_3_then_8_delivered(tmp_path: Path, *, clock=None, stats: dict | None = None):
+    """A table journal backed up at seq 3, then seq 1..8 delivered and acked to a subscriber
+    (seq 4..8 stamped by ``clock``, a ``bus.wallclock.WallClock``, if given; ``stats`` filled
+    with the subscriber's stats). Returns ``(cfg, the subscriber's state file, restore)``:
+    ``restore()`` puts the backup back (the same journal id, seq 3 its last)."""
     cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=0.1)
     state = tmp_path / "sub.sqlite"
     with RollPublisher(cfg) as pub:
@@ -613,12 +614,14 @@ def _backup_at_3_then_8_delivered(tmp_path: Path):
             pub.publish("roll", {"n": i})
     backup = tmp_path / "journal-at-3.sqlite"
     shutil.copy(cfg.journal_path, backup)
-    with RollPublisher(cfg) as pub:
+    with RollPublisher(cfg, clock=clock) as pub:
         for i in range(4, 9):
             pub.publish("roll", {"n": i})
         with RollSubscriber(cfg, state) as sub:
             got = _drain(sub, 8, timeout_s=5.0)                   # delivered and acked
             assert [e["seq"] for e in got] == list(range(1, 9))
+            if stats is not None:
+                stats.update(sub.stats)
 
     def restore() -> None:
         for suffix in ("", "-wal", "-shm"):

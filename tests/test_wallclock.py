@@ -138,38 +138,19 @@ def test_a_table_clock_that_ran_ahead_does_not_hide_a_journal_restored_later(tmp
     taken for an old message sent again and dropped as a duplicate: the new roll lost, nothing
     named. Now the stamps a year ahead are named (WARNING, ``stats["ts_ahead"]``) and count only
     up to 5 s ahead of the subscriber's clock, and the new seq 4 stops it (journal_rollback)."""
-    import shutil
     import time
 
     from bus.subscriber import BusError, RollSubscriber
+    from test_bus_basic import _backup_at_3_then_8_delivered
 
-    cfg = BusConfig.local(tmp_path / "bus", heartbeat_s=0.1)
-    state = tmp_path / "sub.sqlite"
-    with RollPublisher(cfg) as pub:
-        for i in range(1, 4):
-            pub.publish("roll", {"n": i})
-    backup = tmp_path / "journal-at-3.sqlite"
-    shutil.copy(cfg.journal_path, backup)
     year = 365 * 86400.0
     ahead = WallClock("table ahead", wall=lambda: time.time() + year)
+    stats: dict = {}
     with caplog.at_level(logging.WARNING, logger="bus.subscriber"):
-        with RollPublisher(cfg, clock=ahead) as pub:
-            for i in range(4, 9):
-                pub.publish("roll", {"n": i})
-            with RollSubscriber(cfg, state) as sub:
-                got = []
-                deadline = time.monotonic() + 5.0
-                while len(got) < 8 and time.monotonic() < deadline:
-                    env = sub.receive(0.1)
-                    if env is not None:
-                        got.append(env["seq"])
-                        sub.ack(env["seq"])
-                assert got == list(range(1, 9))
-                assert sub.stats["ts_ahead"] >= 1
+        cfg, state, restore = _backup_at_3_then_8_delivered(tmp_path, clock=ahead, stats=stats)
+    assert stats["ts_ahead"] >= 1
     assert "ahead of this subscriber's clock" in caplog.text
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(cfg.journal_path) + suffix).unlink(missing_ok=True)
-    shutil.copy(backup, cfg.journal_path)
+    restore()
     alarms = []
     # the restore some time later (30 s here), on the clock set right
     later = WallClock("table set right", wall=lambda: time.time() + 30.0)
