@@ -413,7 +413,7 @@ class WagerIntake:
 
     def refresh(self, now: float | None = None) -> str | None:
         """Read the allow-list folder again if it changed (a certificate or ``terminals.toml``
-        added, removed or rewritten: :func:`settlement.terminals.folder_state`); looks at most
+        added, removed or rewritten: :func:`bus.allowwatch.folder_state`); looks at most
         once per ``reload_every_s``. Called by the service's loop, between two requests, so a
         removed terminal is refused from its next request after the look (within a second).
 

@@ -19,9 +19,9 @@ characters. Ground: a wager is made by the player at their own position (9 NYCRR
 players who are seated at a mini-craps table may place a wager"): a terminal is a position,
 and what may be done from it is the house's control, which surveillance reviews in this file.
 
-:func:`load_terminals` reads the folder as a whole (every certificate, then the bindings);
-:func:`folder_state` is what a reload compares to see whether the folder changed. The watch
-of the folder is the one the other allow-listed sockets use (bus/allowwatch.py).
+:func:`load_terminals` reads the folder as a whole (every certificate, then the bindings). The
+watch of the folder is the one the other allow-listed sockets use (bus/allowwatch.py, with
+``terminals.toml`` among the files whose change is a change).
 """
 from __future__ import annotations
 
@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bus.allowwatch import AllowList, Cert, short_key
-from bus.allowwatch import folder_state as _folder_state
 
-__all__ = ["BINDINGS_FILE", "BindingError", "Terminal", "TerminalTable", "folder_state", "load_terminals",
+__all__ = ["BINDINGS_FILE", "BindingError", "Terminal", "TerminalTable", "load_terminals",
            "short_key"]
 
 #: the bindings file in the allow-list folder
@@ -102,13 +101,6 @@ class TerminalTable(AllowList):
         if self.stray:
             out += f"; {BINDINGS_FILE} names terminals without a certificate (ignored): {', '.join(self.stray)}"
         return out
-
-
-def folder_state(folder: Path) -> tuple | None:
-    """What changes when the allow-list folder does: each certificate's and the bindings file's
-    (name, inode, size, mtime in ns), and the folder's own mtime; ``None`` if the folder is gone
-    (:func:`bus.allowwatch.folder_state`)."""
-    return _folder_state(folder, (BINDINGS_FILE,))
 
 
 def _line_of(text: str, name: str) -> int:
