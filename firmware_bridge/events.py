@@ -41,6 +41,13 @@ class EventQueue:
             self.dropped += 1
 
     def get(self, timeout: float) -> LinkEvent | None:
+        """The oldest queued event, waiting up to ``timeout`` seconds for one (0: do not wait);
+        ``None`` if none came in that time. Events that arrived while the queue was full are not
+        queued, only counted in :attr:`dropped`.
+
+        Raises:
+            ValueError: ``timeout`` is negative (``queue.Queue.get``).
+        """
         try:
             return self._q.get(timeout=timeout)
         except queue.Empty:

@@ -367,6 +367,10 @@ class SimulatedMcu:
 
     @property
     def shaker_busy(self) -> bool:
+        """True while a SHAKE or BLOW runs (started and its SHAKER_DONE not yet queued): another SHAKE
+        or BLOW is then answered ``NAK(BUSY)`` (docs/firmware-protocol.md 4.8). Read without the
+        lock: a snapshot that may change at once.
+        """
         return self._shaker is not None
 
     def execution_counts(self) -> collections.Counter:

@@ -287,10 +287,20 @@ class Hello:
         _u16("host_timeout_ms", self.host_timeout_ms)
 
     def payload(self) -> bytes:
+        """The 8-byte HELLO payload (docs/firmware-protocol.md 4.1): u32 ``session_id``, u16
+        ``heartbeat_period_ms``, u16 ``host_timeout_ms``, little-endian. The fields were range-checked
+        when the message was built, so this does not raise.
+        """
         return struct.pack(self.FMT, self.session_id, self.heartbeat_period_ms, self.host_timeout_ms)
 
     @classmethod
     def parse(cls, payload: bytes) -> "Hello":
+        """A HELLO from its payload (docs/firmware-protocol.md 4.1: u32 ``session_id``, u16
+        ``heartbeat_period_ms``, u16 ``host_timeout_ms``, little-endian; periods in ms).
+
+        Raises:
+            ProtocolError: the payload is not exactly 8 bytes.
+        """
         return cls(*_fixed(cls, payload, cls.FMT))
 
 
@@ -317,11 +327,22 @@ class Version:
         _u32("boot_id", self.boot_id)
 
     def payload(self) -> bytes:
+        """The 13-byte VERSION payload (docs/firmware-protocol.md 4.2): u16 ``ack_seq``, u8
+        ``protocol``, ``fw_major``, ``fw_minor``, ``fw_patch``, u32 ``boot_id``, u8 ``capabilities``
+        (4.11), ``lamp_count``, ``status`` (4.12), little-endian.
+        """
         return struct.pack(self.FMT, self.ack_seq, self.protocol, self.fw_major, self.fw_minor,
                            self.fw_patch, self.boot_id, self.capabilities, self.lamp_count, self.status)
 
     @classmethod
     def parse(cls, payload: bytes) -> "Version":
+        """A VERSION from its payload (docs/firmware-protocol.md 4.2, the layout of :meth:`payload`).
+        Every field may take any value of its size, so only the length is checked here (a
+        ``protocol`` other than 1 is the link's to refuse, section 6.1).
+
+        Raises:
+            ProtocolError: the payload is not exactly 13 bytes.
+        """
         return cls(*_fixed(cls, payload, cls.FMT))
 
 
@@ -342,10 +363,19 @@ class Heartbeat:
         _u8("flags", self.flags)
 
     def payload(self) -> bytes:
+        """The 9-byte HEARTBEAT payload (docs/firmware-protocol.md 4.3): u32 ``time_ms`` (sender
+        uptime, ms), u32 ``ident`` (session id or boot id), u8 ``flags``, little-endian.
+        """
         return struct.pack(self.FMT, self.time_ms, self.ident, self.flags)
 
     @classmethod
     def parse(cls, payload: bytes) -> "Heartbeat":
+        """A HEARTBEAT from its payload (docs/firmware-protocol.md 4.3: u32 ``time_ms``, u32
+        ``ident``, u8 ``flags``, little-endian).
+
+        Raises:
+            ProtocolError: the payload is not exactly 9 bytes.
+        """
         return cls(*_fixed(cls, payload, cls.FMT))
 
 
@@ -363,10 +393,20 @@ class Ack:
         _u8("acked_type", self.acked_type)
 
     def payload(self) -> bytes:
+        """The 3-byte ACK payload (docs/firmware-protocol.md 4.4): u16 ``ack_seq``, u8 ``acked_type``,
+        little-endian.
+        """
         return struct.pack(self.FMT, self.ack_seq, self.acked_type)
 
     @classmethod
     def parse(cls, payload: bytes) -> "Ack":
+        """An ACK from its payload (docs/firmware-protocol.md 4.4: u16 ``ack_seq``, u8 ``acked_type``).
+        ``acked_type`` is not checked against the known types: the receiver matches it with what it
+        has outstanding.
+
+        Raises:
+            ProtocolError: the payload is not exactly 3 bytes.
+        """
         return cls(*_fixed(cls, payload, cls.FMT))
 
 
@@ -388,10 +428,20 @@ class Nak:
         object.__setattr__(self, "reason", _enum(NakReason, "NAK reason", self.reason))
 
     def payload(self) -> bytes:
+        """The 4-byte NAK payload (docs/firmware-protocol.md 4.5): u16 ``nak_seq``, u8 ``nak_type``,
+        u8 ``reason`` (4.10), little-endian.
+        """
         return struct.pack(self.FMT, self.nak_seq, self.nak_type, int(self.reason))
 
     @classmethod
     def parse(cls, payload: bytes) -> "Nak":
+        """A NAK from its payload (docs/firmware-protocol.md 4.5: u16 ``nak_seq``, u8 ``nak_type``, u8
+        ``reason``).
+
+        Raises:
+            ProtocolError: the payload is not exactly 4 bytes, or ``reason`` is not a
+                :class:`NakReason` (1..7, section 4.10).
+        """
         return cls(*_fixed(cls, payload, cls.FMT))
 
 
@@ -426,6 +476,10 @@ class SetLamps:
         object.__setattr__(self, "lamps", lamps)
 
     def payload(self) -> bytes:
+        """The SET_LAMPS payload (docs/firmware-protocol.md 4.6), 1 + 3 x count bytes (4..49): u8
+        ``count``, then per lamp u8 ``lamp_id`` (4.7), u8 ``mode`` (0 off, 1 on, 2 flash), u8
+        ``brightness`` (PWM duty 0..255), in the order given.
+        """
         out = bytearray([len(self.lamps)])
         for s in self.lamps:
             out += bytes([int(s.lamp), int(s.mode), s.brightness])
@@ -433,6 +487,15 @@ class SetLamps:
 
     @classmethod
     def parse(cls, payload: bytes) -> "SetLamps":
+        """A SET_LAMPS from its payload (docs/firmware-protocol.md 4.6: u8 ``count``, then ``count``
+        triples lamp id, mode, brightness). Whether a lamp is fitted is not checked here: that is
+        the MCU's ``NAK(BAD_LAMP)``.
+
+        Raises:
+            ProtocolError: an empty payload, a length other than 1 + 3 x ``count``, a count of 0 or
+                above 16, a lamp id that is not a :class:`LampId` (0x01..0x0B, 4.7) or a mode other
+                than 0..2.
+        """
         if not payload:
             raise ProtocolError("SET_LAMPS payload is empty")
         n = payload[0]
@@ -465,10 +528,20 @@ class Shaker:
             raise ProtocolError(f"SHAKER duration_ms must be 1..{self.MAX_DURATION_MS}, got {self.duration_ms}")
 
     def payload(self) -> bytes:
+        """The 4-byte SHAKER payload (docs/firmware-protocol.md 4.8): u8 ``action`` (0 STOP, 1 SHAKE,
+        2 BLOW), u16 ``duration_ms``, u8 ``intensity`` (PWM duty 0..255), little-endian.
+        """
         return struct.pack(self.FMT, int(self.action), self.duration_ms, self.intensity)
 
     @classmethod
     def parse(cls, payload: bytes) -> "Shaker":
+        """A SHAKER from its payload (docs/firmware-protocol.md 4.8: u8 ``action``, u16
+        ``duration_ms``, u8 ``intensity``).
+
+        Raises:
+            ProtocolError: the payload is not exactly 4 bytes, the action is not 0..2, a STOP has a
+                duration other than 0, or a SHAKE or BLOW a duration outside 1..10000 ms.
+        """
         return cls(*_fixed(cls, payload, cls.FMT))
 
 
@@ -508,12 +581,24 @@ class InputEvent:
                 raise ProtocolError("SHAKER_DONE cmd_seq must be 1..65535 (the seq of a SHAKER), got 0")
 
     def payload(self) -> bytes:
+        """The INPUT_EVENT payload (docs/firmware-protocol.md 4.9): u8 ``input``, u8 ``value``, u32
+        ``time_ms`` (MCU uptime, ms), u16 ``detail``, little-endian: 8 bytes, or 10 with u16
+        ``cmd_seq`` appended when it is set (SHAKER_DONE from firmware with ``SHAKER_DONE_SEQ``).
+        """
         if self.cmd_seq is None:
             return struct.pack(self.FMT, int(self.input), self.value, self.time_ms, self.detail)
         return struct.pack(self.FMT_SEQ, int(self.input), self.value, self.time_ms, self.detail, self.cmd_seq)
 
     @classmethod
     def parse(cls, payload: bytes) -> "InputEvent":
+        """An INPUT_EVENT from its payload (docs/firmware-protocol.md 4.9): the 8-byte form (``cmd_seq``
+        None) or the 10-byte SHAKER_DONE form with u16 ``cmd_seq``.
+
+        Raises:
+            ProtocolError: a length other than 8 or 10, an input that is not an :class:`InputId`
+                (0x01..0x05), or a 10-byte payload whose input is not SHAKER_DONE or whose
+                ``cmd_seq`` is 0.
+        """
         if len(payload) == struct.calcsize(cls.FMT_SEQ):
             return cls(*struct.unpack(cls.FMT_SEQ, payload))
         if len(payload) != struct.calcsize(cls.FMT):
@@ -539,11 +624,23 @@ class ErrorReport:
             raise ProtocolError(f"ERROR_REPORT text must be printable ASCII of at most {MAX_ERROR_TEXT} characters, got {self.text!r}")
 
     def payload(self) -> bytes:
+        """The ERROR_REPORT payload (docs/firmware-protocol.md 4.11), 4 + n bytes: u8 ``code``, u16
+        ``detail``, u8 ``text_len`` n (0..64), then the n ASCII bytes of ``text`` (no NUL),
+        little-endian.
+        """
         t = self.text.encode("ascii")
         return struct.pack("<BHB", int(self.code), self.detail, len(t)) + t
 
     @classmethod
     def parse(cls, payload: bytes) -> "ErrorReport":
+        """An ERROR_REPORT from its payload (docs/firmware-protocol.md 4.11: u8 ``code``, u16
+        ``detail``, u8 ``text_len``, ``text_len`` bytes of text).
+
+        Raises:
+            ProtocolError: fewer than 4 bytes, a length other than 4 + ``text_len``, a code that is
+                not an :class:`ErrorCode` (1..8), or text that is not printable ASCII (0x20..0x7E)
+                of at most 64 bytes.
+        """
         if len(payload) < 4:
             raise ProtocolError(f"ERROR_REPORT payload must be at least 4 bytes, got {len(payload)}")
         code, detail, n = struct.unpack_from("<BHB", payload)
@@ -585,6 +682,7 @@ class Received:
 
     @property
     def type(self) -> MsgType:
+        """The message's type (:class:`MsgType`, byte 1 of the frame): ``message.TYPE``."""
         return self.message.TYPE
 
 
@@ -682,6 +780,14 @@ class FrameDecoder:
         self._overlong = False
 
     def feed(self, data: bytes) -> list[Received | Rejected]:
+        """Take the next bytes read from the line (any length, frames split anywhere) and return the
+        frames they complete, in arrival order: a :class:`Received` per valid frame, a
+        :class:`Rejected` per refused one (docs/firmware-protocol.md 2.4: BAD_FRAME for COBS,
+        length or CRC errors and for a run of more than :data:`MAX_ENCODED` bytes without 0x00;
+        BAD_VERSION, UNKNOWN_TYPE or BAD_PAYLOAD, with the frame, for a CRC-valid frame whose
+        content is wrong). Bytes after the last 0x00 are kept for the next call. Never raises on any
+        input bytes.
+        """
         out: list[Received | Rejected] = []
         parts = bytes(data).split(b"\x00")
         for i, part in enumerate(parts):

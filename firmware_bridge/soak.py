@@ -59,6 +59,14 @@ class SoakReport:
                 and self.acked_not_executed == 0 and self.payload_mismatch == 0 and self.executed_not_sent == 0)
 
     def summary(self) -> str:
+        """The report in one line (printed by the bench, shown by the soak test on failure): commands
+        and commands per second, acked / failed / executed counts and every invariant's count,
+        disconnects, retransmissions, duplicates the MCU suppressed, bad frames host/MCU, and
+        latency p50 and p99 in milliseconds (nan when nothing was acknowledged).
+
+        Raises:
+            ZeroDivisionError: ``seconds`` is 0 (a report whose soak was not run).
+        """
         return (f"{self.commands} commands in {self.seconds:.1f} s ({self.commands / self.seconds:.0f}/s): "
                 f"{self.acked} acked, failed {dict(self.failed) or 0}, executed {self.executed}, "
                 f"executed twice {self.executed_twice}, acked-not-executed {self.acked_not_executed}, "
