@@ -283,7 +283,12 @@ class RefusalLog(logging.LoggerAdapter):
         self.every_s = every_s
         self._last: dict[str, tuple[float, int]] = {}
 
-    def debug(self, msg, *args, **kwargs) -> None:  # noqa: D102 - pyzmq's calls
+    def debug(self, msg, *args, **kwargs) -> None:
+        """pyzmq's DEBUG call. A message starting ``"DENIED"`` (after ``msg % args``) is logged at
+        WARNING on :attr:`logger`, naming :attr:`what`, at most once per ``every_s`` seconds per
+        distinct text and with how many were held back since; any other message goes on at DEBUG
+        unchanged. A ``msg`` whose ``args`` do not fit is taken as ``str(msg)``, not raised on.
+        """
         try:
             text = str(msg) % args if args else str(msg)
         except (TypeError, ValueError):

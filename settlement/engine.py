@@ -223,9 +223,13 @@ class Table:
         return cache
 
     def find(self, key: tuple) -> Wager | None:
+        """The open wager whose :meth:`Wager.key` is ``key`` (player, kind, number, base, dice,
+        epoch), or ``None``: at most one exists, since bets with one key merge when placed.
+        """
         return self._idx()[1].get(key)
 
     def of_player(self, player: str) -> list[Wager]:
+        """The open wagers of ``player``, in layout order (a new list; empty for an unknown player)."""
         return list(self._idx()[2].get(player, ()))
 
     # ---- requests ------------------------------------------------------------------
@@ -547,6 +551,15 @@ class Table:
 
     @classmethod
     def from_snapshot(cls, prof, snap: dict) -> "Table":
+        """The session :meth:`snapshot` wrote, with profile ``prof`` (the ledger reopening a file). A
+        snapshot from before ``come_out_thrown`` existed counts the come-out as thrown when the
+        shooter has rolled. The values are not validated: the ledger wrote them in a committed
+        transaction.
+
+        Raises:
+            KeyError: ``state``, ``wagers`` or ``next_wid`` (or a wager's field) is missing.
+            TypeError: ``state`` has a key :class:`GameState` does not know.
+        """
         state = dict(snap["state"])
         # a snapshot from before ``come_out_thrown``: any roll by the shooter counted as one
         state.setdefault("come_out_thrown", state.get("shooter_rolls", 0) > 0)

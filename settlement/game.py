@@ -53,6 +53,10 @@ class GameState:
 
     @property
     def come_out(self) -> bool:
+        """True when the next roll is a come-out roll: no point is established (9 NYCRR 5324.52(b)(1));
+        also during the rolls made only to decide come and don't come wagers ((i)(2)), which set no
+        point.
+        """
         return self.point is None
 
 

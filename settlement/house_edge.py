@@ -255,6 +255,12 @@ def render(profiles) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m settlement.house_edge [--profile NAME]... [--write PATH]``: print the exact house
+    edge table (markdown, fractions) of the profiles (default the four of config/profiles) and,
+    with ``--write``, write the same text to PATH (docs/house-edge.md). Returns the exit status:
+    0; 2 for a profile that does not load or a file that cannot be written (the message on
+    stderr); 1 when stdout is a closed pipe.
+    """
     from .profile import ProfileError, load_profile
     ap = argparse.ArgumentParser(prog="python -m settlement.house_edge", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", action="append", help="profile(s); default: the four of config/profiles")

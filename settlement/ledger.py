@@ -559,4 +559,7 @@ class Session:
         return out, True
 
     def close(self) -> None:
+        """Close the ledger's SQLite connection. Every change was committed in its own transaction,
+        so nothing is lost; the session is not usable afterwards (``sqlite3.ProgrammingError``).
+        """
         self.db.close()

@@ -119,6 +119,19 @@ class Pays(_Strict):
 
 
 class WagerLimit(_Strict):
+    """Limits of one wager (``[settlement.limits.wager.<name>]``), in cents, over the table's
+    (:class:`Limits`). ``min_cents`` / ``max_cents`` replace the table minimum / maximum for it
+    (odds have neither unless given here: their limit is the odds multiple, :class:`OddsLimits`);
+    ``max_cents_by_number`` replaces the maximum on those numbers (place 6 and 8 up to $6, 9 NYCRR
+    4620.3(e)(4)); ``step_cents``: each amount placed must be a multiple of it (the fire bet in
+    whole dollars, 5324.52(j)(1)(vii)). The minimum and maximum apply to the wager's total
+    (merged bets); every value >= 1.
+
+    Raises:
+        pydantic.ValidationError: a value below 1, an unknown key, or ``min_cents`` above
+            ``max_cents`` (:func:`load_profile` reports it as :class:`ProfileError` naming the key).
+    """
+
     min_cents: int | None = Field(default=None, ge=1)
     max_cents: int | None = Field(default=None, ge=1)
     step_cents: int | None = Field(default=None, ge=1)
@@ -195,6 +208,23 @@ class Working(_Strict):
 
 
 class Settlement(_Strict):
+    """The ``[settlement]`` table of a profile file, validated strictly (no unknown key, no
+    conversion: ``500``, not ``"500"``). ``citation`` names the regulation (9 NYCRR 5324.52,
+    9 NYCRR 4620.3, N.J.A.C. 13:47-20.25 or rules text 002); ``permitted`` the wagers offered;
+    ``pays`` the pay tables as the text writes them (``odds_style`` "to" or "for"); amounts
+    (``payout_unit_cents``, ``bet_unit_cents``, limits) in cents; ``units`` wagers made in
+    multiples of that many bet units; ``bar``, ``odds``, ``vig``, ``removal``, ``working``,
+    ``shooter_change`` and ``game`` the rules of the text (see each model); ``cite`` the
+    paragraph given with each refusal and settlement record.
+
+    Raises:
+        pydantic.ValidationError: a wrong key or value, or (checked together) an unknown wager
+            name in any list, the fire bet permitted in mini-craps (5324.52(b)(40)), a permitted
+            wager without its pay table, odds without ``[settlement.odds]``, buy or lay without
+            ``[settlement.vig]``, or a required ``cite`` key missing or an unknown one;
+            :func:`load_profile` reports it as :class:`ProfileError` naming the file and key.
+    """
+
     citation: str
     odds_style: Literal["to", "for"] = "to"
     permitted: list[str]

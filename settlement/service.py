@@ -481,6 +481,17 @@ class EnvelopeApplier:
                        max_silent_s=self.max_bus_silence_s)
 
     def bet(self) -> None:
+        """Make the test players' line bets and odds that are due now (:meth:`LineBettor.requests`:
+        pass / don't pass on the come-out, come / don't come after it, 9 NYCRR 5324.52(b)(1)-(4);
+        odds behind each flat bet with a point, (e)(4)) in the ledger session. A bet the engine
+        refuses is recorded by :meth:`Session.place` and reported through ``on_line`` as
+        ``bet refused: PLAYER BET $AMOUNT: REASON (RULE)``; the others are still made. Called after
+        each settled roll and each new shooter.
+
+        Raises:
+            sqlite3.Error: the ledger could not commit a bet (that bet is not placed; those made
+                before it stay).
+        """
         _bet(self.sess, self.bettor, self.on_line)
 
     def apply(self, env: dict) -> int:

@@ -140,9 +140,18 @@ class Wager:
         return (self.player, self.kind, self.number, self.base, self.dice, self.epoch)
 
     def with_(self, **kw) -> "Wager":
+        """A copy with the fields in ``kw`` replaced (``dataclasses.replace``); the wager is not changed.
+
+        Raises:
+            TypeError: a name in ``kw`` that is not a field.
+        """
         return replace(self, **kw)
 
     def to_json(self) -> dict:
+        """The wager as plain JSON values for the ledger's snapshot (``Table.snapshot``): every field
+        by name, ``amount`` and ``vig_paid`` in cents, ``dice`` and each ``progress`` combination as
+        lists (``progress`` sorted). :meth:`from_json` reverses it.
+        """
         d = {"wid": self.wid, "player": self.player, "kind": self.kind, "amount": self.amount,
              "number": self.number, "base": self.base, "dice": list(self.dice) if self.dice else None,
              "working": self.working, "vig_paid": self.vig_paid,
@@ -152,6 +161,14 @@ class Wager:
 
     @staticmethod
     def from_json(d: dict) -> "Wager":
+        """The wager :meth:`to_json` wrote (lists back to tuples; ``number``, ``base``, ``dice``,
+        ``working``, ``vig_paid``, ``progress`` and ``epoch`` default when absent, as in snapshots
+        written before they existed). The values are not validated: the ledger wrote them.
+
+        Raises:
+            KeyError: ``wid``, ``player``, ``kind`` or ``amount`` is missing.
+            TypeError: ``dice`` or ``progress`` is not iterable.
+        """
         prog = frozenset(tuple(x) if isinstance(x, list) else x for x in d.get("progress", []))
         return Wager(d["wid"], d["player"], d["kind"], d["amount"], d.get("number"), d.get("base"),
                      tuple(d["dice"]) if d.get("dice") else None, d.get("working"), d.get("vig_paid", 0), prog,
