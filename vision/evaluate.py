@@ -153,14 +153,19 @@ class EvalReport:
 
     @property
     def n_labels(self) -> int:
+        """Labelled dice over all images."""
         return sum(r.labels for r in self.images)
 
     @property
     def n_readings(self) -> int:
+        """Dice the reader reported over all images, matched to a label or not."""
         return sum(r.readings for r in self.images)
 
     @property
     def n_matched(self) -> int:
+        """Readings paired one-to-one with a label (:func:`match`: IoU >= 0.3 or the reading's centre
+        inside the label box), over all images.
+        """
         return sum(r.matched for r in self.images)
 
     @property
@@ -199,6 +204,9 @@ class EvalReport:
 
     @property
     def median_ms(self) -> float:
+        """Median time of one reader call per image, in milliseconds (``time.perf_counter``); 0.0 when
+        there are no images.
+        """
         return statistics.median(r.ms for r in self.images) if self.images else 0.0
 
     def format(self) -> str:

@@ -80,6 +80,9 @@ class CockedNet(FaceNet):
         super().__init__((16, 32, 64, 64, 96), n_out=7, dropout=0.1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` ``(N, 3, 48, 48)`` float32 standardised crops -> ``(N, 7)`` float32 probabilities
+        (softmax, each row sums to 1): upper face 1..6, then "cannot tell" (:data:`CANNOT_TELL`).
+        """
         return torch.softmax(self.logits(x), dim=1)
 
 
@@ -216,6 +219,11 @@ def report(net: CockedNet, xh: torch.Tensor, yh: np.ndarray, fh: np.ndarray, gh:
 
 
 def main() -> None:
+    """``python -m vision.train.cocked RENDERS... [--minutes 12] [--lr] [--threads] [--seed]
+    [--out]`` (:func:`vision.train.loop.cli`): train :class:`CockedNet` and write it as ONNX to
+    ``--out`` (default :data:`vision.learned.COCKED_ONNX`). argparse exits with status 2 on bad
+    arguments.
+    """
     cli(__doc__, train, L.COCKED_ONNX, 12.0)
 
 

@@ -41,6 +41,12 @@ NOT_A_FACE = 6
 
 @dataclass
 class Die:
+    """One labelled die of a training image: centre ``cx``, ``cy`` and whole-die box side ``size``
+    in image pixels (float); ``value`` 1..6 or ``None`` (face unknown: the class is not trained
+    on it); ``flat`` lies flat, ``None`` unknown; ``size_weight`` the weight of its size loss
+    (0.2 for the oblique photos, whose boxes are the pip pattern).
+    """
+
     cx: float
     cy: float
     size: float             # whole-die box side, pixels (mean of w and h)
@@ -51,6 +57,12 @@ class Die:
 
 @dataclass
 class Sample:
+    """One training image and its dice: ``path`` the image file (or a name for drawn images),
+    ``dice`` its :class:`Die` list, ``source`` "topdown", "oblique", "sim" or "synthetic",
+    ``image`` the BGR uint8 ``(H, W, 3)`` array when held in memory (drawn dice) else ``None``,
+    ``side_px`` the die side in pixels from the render's camera (sim renders) else ``None``.
+    """
+
     path: str
     dice: list[Die]
     source: str
@@ -58,6 +70,12 @@ class Sample:
     side_px: float | None = None    # calibration die side (sim renders), else unknown
 
     def load(self) -> np.ndarray:
+        """The image, BGR uint8 ``(H, W, 3)``: :attr:`image` when held, else read from :attr:`path`
+        (``cv2.imread``, colour; read again at each call).
+
+        Raises:
+            FileNotFoundError: ``path`` cannot be read as an image.
+        """
         if self.image is not None:
             return self.image
         img = cv2.imread(self.path, cv2.IMREAD_COLOR)
@@ -93,6 +111,14 @@ def topdown(split: str) -> list[Sample]:
 
 
 def oblique(split: str) -> list[Sample]:
+    """The ``oblique-webcam/train`` photos (640x480) of ``split`` "hold" (every 6th by sorted name)
+    or, for any other value, "fit" (the rest). Their labels box the pip pattern (the face for a
+    1), so a die's ``size`` is 1.6x the box's longer side (1.3x for a 1), with size weight 0.2;
+    every die is labelled flat.
+
+    Raises:
+        FileNotFoundError: ``../shared/data/dice-photos`` is absent.
+    """
     d = SHARED / "oblique-webcam" / "train"
     names = sorted(p.name for p in d.iterdir() if p.suffix.lower() == ".jpg")
     out = []
@@ -108,6 +134,15 @@ def oblique(split: str) -> list[Sample]:
 
 
 def sim(root: Path, split: str) -> list[Sample]:
+    """The simulator renders in ``root`` (``sim_*.json`` / ``.png`` pairs of
+    :mod:`vision.train.sim_data`), sorted by name, of ``split`` "hold" (every 7th, from the 4th)
+    or, for any other value, "fit". Each die: centre and box side in pixels from ``centre_px`` and
+    ``bbox_px``, ``value`` (``None``: not labelled), ``flat``; the sample's ``side_px`` from the
+    render. A missing ``root`` gives no samples.
+
+    Raises:
+        json.JSONDecodeError, KeyError: a truth file that is not sim_data's.
+    """
     out = []
     for k, js in enumerate(sorted(root.glob("sim_*.json"))):
         if (k % 7 == 3) != (split == "hold"):

@@ -62,6 +62,11 @@ def collect(samples: list[D.Sample], side_from_truth: bool = False) -> dict:
 
 
 def report(name: str, c: dict, thresholds=(0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.99)) -> None:
+    """Print one source's :func:`collect` counts: recall and precision of the detections, then for
+    each face threshold the share of matched dice read right and how many were read wrong or
+    left unread (class 6, or top probability below the threshold), then how often the flat
+    estimate agrees with the truth.
+    """
     print(f"{name}: labels {c['labels']} reads {c['reads']} matched {c['matched']} "
           f"recall {c['matched'] / max(1, c['labels']):.4f} precision {c['matched'] / max(1, c['reads']):.4f}")
     for t in thresholds:
@@ -84,6 +89,13 @@ def report(name: str, c: dict, thresholds=(0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.99)
 
 
 def main() -> None:
+    """``python -m vision.train.holdout [--sim DIR]``: :func:`report` on the held-out topdown,
+    oblique and sim samples with the face threshold off (sets ``vision.learned.FACE_MIN`` to 0
+    in this process).
+
+    Raises:
+        FileNotFoundError: ``../shared/data/dice-photos`` is absent.
+    """
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sim", type=Path, default=Path("/tmp/vml/sim"))
     a = ap.parse_args()

@@ -19,6 +19,16 @@ from vision.train import data as D
 
 
 def mine(samples: list[D.Sample], per_fp: int, seed: int) -> dict[str, np.ndarray]:
+    """Hard negatives from ``samples``: a detection of the learned reader (its face and centre
+    thresholds set to 0 in this process) 0.45 die sides or more from every labelled die is a
+    false detection, each turned into ``per_fp`` jittered, photometrically changed crops. Returns
+    the arrays of ``hard.npz``: ``x`` uint8 ``(N, 48, 48, 3)`` BGR, ``y`` int64 ``(N,)`` all
+    :data:`vision.train.data.NOT_A_FACE` (6), ``flat`` float32 ones, ``wflat`` float32 zeros
+    (flatness not trained), ``src`` ``"hard"``.
+
+    Raises:
+        ValueError: no false detection at all (nothing to stack).
+    """
     rng = np.random.default_rng(seed)
     L.FACE_MIN, L.CENTRE_SURE = 0.0, 0.0
     xs, n_fp = [], 0
@@ -41,6 +51,9 @@ def mine(samples: list[D.Sample], per_fp: int, seed: int) -> dict[str, np.ndarra
 
 
 def main() -> None:
+    """``python -m vision.train.mine [--sim DIR] [--cache DIR] [--per-fp 6]``: mine the fit parts
+    of the photos and renders and write ``CACHE/hard.npz`` (:func:`mine`, seed 7).
+    """
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sim", type=Path, default=Path("/tmp/vml/sim"))
     ap.add_argument("--cache", type=Path, default=Path("/tmp/vml/cache"))

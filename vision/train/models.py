@@ -21,6 +21,12 @@ def _cbr(cin: int, cout: int, stride: int = 1, dil: int = 1) -> nn.Sequential:
 
 
 class CentreNet(nn.Module):
+    """The die-centre detector (CenterNet-style: Zhou, Wang, Kraehenbuehl, "Objects as Points",
+    2019): fully convolutional, stride 4, ~80 M multiply-adds at 320x320. Input ``(N, 3, H, W)``
+    float32 BGR / 255 with H and W multiples of 8; exported to ``vision/models/dice_centres.onnx``
+    by :mod:`vision.train.train` ``export``.
+    """
+
     def __init__(self) -> None:
         super().__init__()
         self.c1 = _cbr(3, 8, 2)
@@ -39,6 +45,14 @@ class CentreNet(nn.Module):
             self.out.bias[1] = 3.0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` ``(N, 3, H, W)`` float32 BGR / 255 (H, W multiples of 8) -> ``(N, 2, H/4, W/4)``
+        float32: channel 0 the die-centre heat (sigmoid, 0..1), channel 1 the log of the die's box
+        side in input pixels.
+
+        Raises:
+            RuntimeError: (torch) not 3 channels, or an H or W (not a multiple of 8) at which the
+                stride-4 and upsampled stride-8 maps differ in size.
+        """
         x = (x - 0.5) * 4.0
         s = self.c3(self.c2(self.c1(x)))
         d = self.c6(self.c5(self.c4(s)))
@@ -47,6 +61,10 @@ class CentreNet(nn.Module):
         return torch.cat([torch.sigmoid(o[:, :1]), o[:, 1:]], dim=1)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` before the sigmoid: ``(N, 2, H/4, W/4)`` float32, channel 0 the centre heat
+        logit, channel 1 the log box side in input pixels (what the training losses take). Same
+        input and errors as :meth:`forward`.
+        """
         x = (x - 0.5) * 4.0
         s = self.c3(self.c2(self.c1(x)))
         d = self.c6(self.c5(self.c4(s)))
@@ -74,9 +92,17 @@ class FaceNet(nn.Module):
         self.fc = nn.Linear(e, n_out)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` ``(N, 3, S, S)`` float32 crops standardised per crop (:func:`vision.learned.standardise`;
+        S = 32 for the first build) -> ``(N, n_out)`` float32 raw outputs: 7 class logits (faces
+        1..6, then "not one readable die"), then (``n_out`` > 7) the flat logit and any further outputs.
+        """
         return self.fc(self.drop(self.f(x)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """:meth:`logits` turned into the product's outputs, ``(N, n_out)`` float32: softmax over the
+        7 classes, then P(flat) (sigmoid), then any further outputs raw (:class:`FaceNet2`: the
+        die's centre offset x, y in crop sides and the log box-side ratio).
+        """
         o = self.logits(x)
         return torch.cat([torch.softmax(o[:, :7], dim=1), torch.sigmoid(o[:, 7:8]), o[:, 8:]], dim=1)
 
@@ -120,9 +146,16 @@ class FaceNetS(nn.Module):
         self.fc = nn.Linear(e, 11)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` ``(N, 3, 48, 48)`` float32 crops standardised per crop -> ``(N, 11)`` float32 raw
+        outputs: 7 class logits (faces 1..6, "not one readable die"), the flat logit, the centre
+        offset x, y (crop sides) and the log box-side ratio.
+        """
         return self.fc(self.drop(self.f(x)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``(N, 3, 48, 48)`` standardised crops -> ``(N, 11)`` float32, :class:`FaceNet2`'s contract:
+        softmax over the 7 classes, P(flat), then the three geometry outputs raw.
+        """
         o = self.logits(x)
         return torch.cat([torch.softmax(o[:, :7], dim=1), torch.sigmoid(o[:, 7:8]), o[:, 8:]], dim=1)
 

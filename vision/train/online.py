@@ -48,6 +48,12 @@ GREY_SHARE = 0.12
 
 @dataclass
 class Entry:
+    """One die (or "not a die" place) to crop, in image pixels: ``img`` the index into the image
+    list, centre ``cx``, ``cy``, box side ``size``; ``y`` the class (face - 1, 6 "not one
+    readable die", -1 face unknown: not trained); ``flat`` the flat target (1.0 or 0.0) and
+    ``wflat`` its loss weight (0: not trained); ``wsize`` the weight of the geometry loss.
+    """
+
     img: int          # index into the image list
     cx: float
     cy: float
@@ -312,6 +318,15 @@ def teacher_targets(tnet, xb, views: int = 1):
 
 
 def export(cache: Path, out: Path, crop: int, arch: str = "face2") -> None:
+    """Write the face classifier trained in ``cache`` (``face2.pt``, of architecture ``arch`` of
+    :data:`vision.train.models.FACE_ARCHS`) to ``out`` as ONNX (opset 13): input ``crop``
+    float32 ``(n, 3, crop, crop)`` standardised crops, output ``faces`` ``(n, 11)``.
+
+    Raises:
+        KeyError: an unknown ``arch``.
+        FileNotFoundError: no ``face2.pt`` in ``cache``.
+        RuntimeError: (torch) ``face2.pt`` holds another architecture's weights.
+    """
     import torch
 
     from vision.train.models import FACE_ARCHS
@@ -325,6 +340,11 @@ def export(cache: Path, out: Path, crop: int, arch: str = "face2") -> None:
 
 
 def main() -> None:
+    """``python -m vision.train.online [--sim DIR...] [--cache DIR] [--minutes 30] ... [--export]``:
+    train the face classifier on fresh crops (:func:`train`), or with ``--export`` write it to
+    ``--out`` (:func:`export`; default :data:`vision.learned.FACES_ONNX`). Sets this module's
+    ``JPEG_SHARE`` and ``GREY_SHARE`` from the arguments.
+    """
     global JPEG_SHARE, GREY_SHARE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sim", type=Path, nargs="+", default=[Path("/tmp/vml/sim")],

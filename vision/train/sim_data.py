@@ -82,6 +82,9 @@ def render_throws(out: Path, throws: int, first_seed: int = 10000, scenarios: li
 
 
 def main() -> None:
+    """``python -m vision.train.sim_data OUT [--throws 300] [--first-seed 10000] [--scenarios ...]``:
+    :func:`render_throws` into OUT, then print how many dice were written. Needs MuJoCo.
+    """
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("out", type=Path)
     ap.add_argument("--throws", type=int, default=300)

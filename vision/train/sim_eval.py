@@ -19,6 +19,12 @@ import numpy as np
 
 
 def render(cache: Path, throws: int, first_seed: int = 0) -> None:
+    """Render the natural throws of seeds ``first_seed`` .. ``first_seed + throws - 1``
+    (``simulator.scenarios.plan_throw("natural", seed)``, default ``CameraConfig``) into
+    ``cache`` as ``SEED.png`` and ``SEED.json`` (``side_px``: die side in pixels; per die
+    ``value``, ``flat``, ``rests_on``, ``centre_px`` in pixels), skipping seeds already there.
+    Creates ``cache``; needs MuJoCo.
+    """
     from simulator.geometry import CameraConfig
     from simulator.physics import TableSim
     from simulator.render import DicePose, Renderer
@@ -43,6 +49,15 @@ def render(cache: Path, throws: int, first_seed: int = 0) -> None:
 
 
 def measure(cache: Path, throws: int, reader, first_seed: int = 0) -> dict:
+    """Score ``reader(image, expected_side_px=...)`` on the cached renders as
+    ``simulator.accuracy`` does: each flat die on the table is right, wrong, unread (value
+    ``None``) or missed (no reading within 0.7 die sides of its centre). Returns a dict of those
+    counts, ``extra_valued`` / ``extra_null`` (readings nearest to no die), ``rate`` (right /
+    flat dice), ``flat_dice`` and ``median_ms`` (milliseconds per reader call).
+
+    Raises:
+        FileNotFoundError: a seed not rendered (call :func:`render` first).
+    """
     c = {"right": 0, "wrong": 0, "unread": 0, "missed": 0, "extra_valued": 0, "extra_null": 0, "ms": []}
     for seed in range(first_seed, first_seed + throws):
         t = json.loads((cache / f"{seed}.json").read_text())
@@ -80,6 +95,10 @@ def measure(cache: Path, throws: int, reader, first_seed: int = 0) -> dict:
 
 
 def main() -> None:
+    """``python -m vision.train.sim_eval [--throws 100] [--first-seed 0] [--cache DIR] [--reader
+    classical|learned|both]``: :func:`render` the throws, then print :func:`measure` for each
+    reader asked for.
+    """
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--throws", type=int, default=100)
     ap.add_argument("--first-seed", type=int, default=0)

@@ -69,6 +69,9 @@ class TiltNet(nn.Module):
         self.head = nn.Linear(64, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` ``(N, 3, 48, 48)`` float32 standardised crops -> ``(N, 1)`` float32, P(the die lies
+        flat) (sigmoid, 0..1).
+        """
         return torch.sigmoid(self.head(self.features(x)))
 
 
@@ -205,6 +208,11 @@ def report(net: TiltNet, xh: torch.Tensor, yh: np.ndarray, gh: np.ndarray, title
 
 
 def main() -> None:
+    """``python -m vision.train.tilt RENDERS... [--minutes 10] [--lr] [--threads] [--seed]
+    [--out]`` (:func:`vision.train.loop.cli`): train :class:`TiltNet` and write it as ONNX to
+    ``--out`` (default :data:`vision.learned.TILT_ONNX`). argparse exits with status 2 on bad
+    arguments.
+    """
     cli(__doc__, train, L.TILT_ONNX, 10.0)
 
 

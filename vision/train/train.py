@@ -29,6 +29,15 @@ from vision.train.models import CentreNet, FaceNet
 
 
 def build(sim_root: Path, cache: Path, seed: int = 0) -> None:
+    """The first data build: from the fit parts of the topdown and oblique photos, the renders in
+    ``sim_root`` and 150 drawn images, write ``cache/det.npz`` (detector tiles,
+    :func:`vision.train.data.detector_tiles`: ``x``, ``heat``, ``size``, ``wsize``) and
+    ``cache/face.npz`` (32x32 classifier crops, :func:`vision.train.data.classifier_crops`:
+    ``x``, ``y``, ``flat``, ``wflat``). Creates ``cache``.
+
+    Raises:
+        FileNotFoundError: ``../shared/data/dice-photos`` is absent.
+    """
     cache.mkdir(parents=True, exist_ok=True)
     fit = D.topdown("fit") + D.oblique("fit") + D.sim(sim_root, "fit") + D.synthetic(150, seed + 1)
     t0 = time.time()
@@ -78,6 +87,15 @@ def _tensor_x(x: np.ndarray) -> torch.Tensor:
 
 
 def train_det(cache: Path, minutes: float, seed: int = 0, resume: bool = False, lr: float = 3e-3) -> None:
+    """Train :class:`CentreNet` on ``cache/det.npz`` (and ``det_extra.npz``) for ``minutes`` of
+    wall-clock time: batches of 32, AdamW (weight decay 1e-4), learning rate ``lr`` on a cosine
+    to 0 over the time; loss the CenterNet focal loss on the centre heat plus weighted L1 on the
+    log box side. Saves the state dict to ``cache/det.pt`` after every epoch and at the end;
+    ``resume`` starts from it.
+
+    Raises:
+        FileNotFoundError: no ``det.npz`` (run ``data`` first), or no ``det.pt`` to resume.
+    """
     torch.manual_seed(seed)
     z = _load(cache, "det", ("x", "heat", "size", "wsize"))
     x, heat, size, wsz = z["x"], z["heat"].astype(np.float32), z["size"].astype(np.float32), z["wsize"].astype(np.float32)
@@ -120,6 +138,16 @@ def train_det(cache: Path, minutes: float, seed: int = 0, resume: bool = False, 
 
 
 def train_face(cache: Path, minutes: float, seed: int = 0, resume: bool = False, lr: float = 3e-3) -> None:
+    """Train the first build's :class:`FaceNet` (32x32 crops) on ``cache/face.npz`` (and
+    ``face_extra.npz``, and ``hard.npz`` capped at 12,000 crops) for ``minutes`` of wall-clock
+    time: batches of 128 (half of them turned by 90, 180 or 270 degrees), AdamW, cosine learning rate
+    from ``lr``; loss cross-entropy over the 7 classes (label smoothing 0.02, class -1 ignored)
+    plus 0.5 x the weighted binary cross-entropy of the flat output. Saves ``cache/face.pt``
+    after every epoch and at the end; ``resume`` starts from it.
+
+    Raises:
+        FileNotFoundError: no ``face.npz`` (run ``data`` first), or no ``face.pt`` to resume.
+    """
     torch.manual_seed(seed)
     z = _load(cache, "face", ("x", "y", "flat", "wflat"))
     x = standardise(z["x"])
@@ -183,6 +211,10 @@ def export(cache: Path, out: Path) -> None:
 
 
 def main() -> None:
+    """``python -m vision.train.train {data,extra,det,face,export} [--sim] [--cache] [--minutes]
+    [--threads] [--resume] [--lr] [--seed] [--first] [--out]``: run one step (module
+    docstring). argparse exits with status 2 on bad arguments.
+    """
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("step", choices=["data", "extra", "det", "face", "export"])
     ap.add_argument("--first", type=int, default=10125, help="extra: first sim seed not in the first build")
