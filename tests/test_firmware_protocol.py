@@ -118,6 +118,17 @@ def test_lamp_ids_in_document_match_code():
         assert re.search(rf"0x{int(lamp):02X}\s*\|\s*`{name}`", text), f"lamp {name} 0x{int(lamp):02X} not in doc"
 
 
+@pytest.mark.parametrize("cls", [Hello, Version, Heartbeat, Ack, Nak, Shaker, InputEvent],
+                         ids=lambda c: c.__name__)
+def test_payload_sizes_in_the_message_type_table_match_code(cls):
+    """Section 3's "payload bytes" column gives each fixed layout's size, as the codec packs it
+    (VERSION's said 14 while its offsets, the codec and the worked example have 13)."""
+    text = DOC.read_text(encoding="utf-8")
+    row = re.search(rf"^\| `0x{int(cls.TYPE):02X}` \| {cls.TYPE.name} \|.*\| (\d+)[^|]*\|$", text, re.M)
+    assert row, f"docs/firmware-protocol.md section 3 has no row for {cls.TYPE.name}"
+    assert int(row.group(1)) == struct.calcsize(cls.FMT)
+
+
 def test_stream_of_frames_with_idle_fill_and_split_reads():
     wire = b"".join(b"\x00" + encode_frame(m, s) for m, s in EXAMPLES) + b"\x00\x00"
     dec = FrameDecoder()
