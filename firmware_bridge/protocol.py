@@ -201,7 +201,7 @@ class ErrorCode(enum.IntEnum):
     BROWN_OUT = 4
     WATCHDOG_RESET = 5
     EVENT_QUEUE_OVERFLOW = 6   # detail = number of events lost
-    HOST_LOST = 7              # failsafe was entered; detail = ms spent in failsafe (saturating)
+    HOST_LOST = 7              # failsafe was entered; detail = 0 (docs/firmware-protocol.md section 3)
     RX_OVERRUN = 8             # UART overrun; detail = count
 
 
