@@ -212,11 +212,15 @@ class FirmwareLink:
         on_link: called with a :class:`LinkStatus` once at :meth:`start` (the current status) and
             then whenever ``up``, ``rolls_allowed`` or ``wall_sensor_ok`` changes.
         on_error: called with each :class:`McuError`.
-        session_id: u32 identifying this host process to the MCU (random by default).
+        session_id: u32 identifying this host process to the MCU (random by default), 1..2**32-1:
+            0 is no session (docs/firmware-protocol.md 4.1).
         opener: ``opener(config) -> serial.Serial``-like object (tests); default opens pyserial
             with ``exclusive=config.exclusive``.
 
     Listeners run on the link's dispatch thread, never on the I/O thread.
+
+    Raises:
+        ValueError: ``session_id`` is 0 or not a u32.
     """
 
     def __init__(
@@ -234,6 +238,9 @@ class FirmwareLink:
         self._link_listeners: list[Callable[[LinkStatus], None]] = []
         self._error_listeners: list[Callable[[McuError], None]] = [on_error] if on_error else []
         self._rx_listeners: list[Callable[[float], None]] = []
+        if session_id is not None and (not isinstance(session_id, int) or not 0 < session_id <= 0xFFFFFFFF):
+            raise ValueError(f"session_id must be an integer 1..4294967295 (docs/firmware-protocol.md 4.1: "
+                             f"non-zero), got {session_id!r}")
         self.session_id = session_id if session_id is not None else int.from_bytes(os.urandom(4), "little") or 1
         self._opener = opener or _open_serial
         self._lock = threading.RLock()

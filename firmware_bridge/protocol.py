@@ -283,6 +283,8 @@ class Hello:
 
     def __post_init__(self) -> None:
         _u32("session_id", self.session_id)
+        if self.session_id == 0:
+            raise ProtocolError("HELLO session_id must be non-zero (docs/firmware-protocol.md 4.1): 0 is no session")
         _u16("heartbeat_period_ms", self.heartbeat_period_ms)
         _u16("host_timeout_ms", self.host_timeout_ms)
 
@@ -299,7 +301,7 @@ class Hello:
         ``heartbeat_period_ms``, u16 ``host_timeout_ms``, little-endian; periods in ms).
 
         Raises:
-            ProtocolError: the payload is not exactly 8 bytes.
+            ProtocolError: the payload is not exactly 8 bytes, or ``session_id`` is 0.
         """
         return cls(*_fixed(cls, payload, cls.FMT))
 

@@ -309,3 +309,16 @@ def test_random_multi_byte_corruption_statistics():
         rejected += isinstance(r, Rejected)
     assert accepted_wrong <= 2
     assert rejected >= 19900
+
+
+def test_hello_session_id_zero_is_refused_built_parsed_and_by_the_link():
+    """docs/firmware-protocol.md 4.1: HELLO's session_id is non-zero (0 is no session)."""
+    from firmware_bridge.config import BridgeConfig
+    from firmware_bridge.link import FirmwareLink
+    with pytest.raises(ProtocolError, match="session_id must be non-zero"):
+        Hello(0, 200, 1000)
+    with pytest.raises(ProtocolError, match="session_id must be non-zero"):
+        Hello.parse(struct.pack("<IHH", 0, 200, 1000))
+    assert Hello.parse(struct.pack("<IHH", 1, 200, 1000)).session_id == 1
+    with pytest.raises(ValueError, match="session_id must be an integer 1..4294967295"):
+        FirmwareLink(BridgeConfig(port="/dev/null"), session_id=0)
