@@ -18,7 +18,9 @@ own thread): an answer, an expiry and a supersession are each one step, ``on_dec
 included, so a decision is either handed to ``on_decision`` before a supersession or refused
 after it, never taken and then lost between the two.
 
-Command protocol (JSON objects over a ZeroMQ REP socket; one reply per request)::
+Command protocol (JSON objects from a ZeroMQ REQ socket to the server's ROUTER socket; one reply
+per request; a request waiting for the table service does not hold up the other consoles',
+:class:`CommandServer`)::
 
     {"cmd": "decide", "roll_id": "table-1-00000042", "dice": [3, 4], "who": "ann"}
     {"cmd": "decide", "roll_id": "table-1-00000042", "void": true, "who": "ann"}
@@ -123,7 +125,7 @@ import cv2
 import numpy as np
 import zmq
 
-from controller.handoff import COMMITTED, DONE, HELD, REFUSED, WITHDRAWN, CommitWaits, Handoff
+from controller.handoff import COMMITTED, DONE, HELD, PENDING, REFUSED, WITHDRAWN, CommitWaits, Handoff
 
 log = logging.getLogger("controller.boxperson")
 
@@ -151,6 +153,14 @@ REQUEST_MAX_BYTES = 64 * 1024
 #: commit, or a resume, stop, decide-only or no-roll (:func:`handle_request` ``confirm_s``): the service acts at
 #: its next frame or tick (<= 0.1 s apart); below ``craps-table decide --timeout`` (5 s)
 CONFIRM_S = 2.0
+#: the most requests a :class:`CommandServer` holds waiting for the table service to confirm
+#: them (one per console waiting; a REQ console has one request out at a time): one more is
+#: refused naming the bound, nothing applied, while ``pending``, ``evidence`` and requests
+#: refused at once are still answered.
+MAX_WAITING = 64
+#: milliseconds between two looks at the waiting requests while there are some (the service
+#: confirms at its next frame or tick, <= 0.1 s apart)
+WAITING_POLL_MS = 10
 #: how many decided and superseded calls a :class:`CallRegistry` remembers (the newest): enough
 #: for "already decided" and "superseded" answers to a console that is late by far more than
 #: a shift's calls, while a table that runs for weeks does not keep every call in memory.
@@ -591,10 +601,46 @@ def _table_request_error(cmd: str, req: dict, keys: set[str],
     return None
 
 
-def _committed_reply(registry: CallRegistry, d: Decision, confirm_s: float) -> dict:
-    """The reply to an answer once the table service committed it, refused it, or did not
-    confirm within ``confirm_s`` seconds (``pending``: taken, not yet committed)."""
-    outcome, detail = registry.commits.wait(d.roll_id, confirm_s)
+class AwaitingReply:
+    """The reply to a command that waits for the table service to confirm it, without
+    blocking: :class:`CommandServer` parks the request (the console's routing id and this) and
+    serves other consoles meanwhile, looking at :meth:`poll` from its loop. The reply is the
+    one a blocking wait (:func:`handle_request` with ``wait=True``) would give at the same
+    moment, with the same bounds (``confirm_s``, controller/handoff.py).
+
+    Args:
+        cmd: the command (``decide``, ``decide-only``, ``no-roll``, ``stop``, ``resume``).
+        check: ``check(elapsed_s)`` -> the reply once settled or its bound passed, else
+            ``None``; ``elapsed_s = inf`` gives the reply at once (the socket is closing).
+        clock: monotonic seconds (``time.monotonic``); the wait starts at construction.
+
+    A controller rule for the 9 NYCRR 5324.52(h)(1)(ii)(a) decision (the boxperson's answer is
+    not held up behind another console's command); no regulation paragraph speaks of sockets.
+    ``check`` raises nothing for a settled or unsettled command (a defect in it is logged and
+    replied as an internal error by :class:`CommandServer`).
+    """
+
+    def __init__(self, cmd: str, check: Callable[[float], dict | None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.cmd = cmd
+        self._check = check
+        self._clock = clock
+        self.started = clock()
+
+    def poll(self, now: float | None = None) -> dict | None:
+        """The reply, once the service settled the command or the wait's bound passed
+        (``now``: clock seconds, default the clock); ``None`` while it still waits."""
+        return self._check((self._clock() if now is None else now) - self.started)
+
+    def close(self) -> dict:
+        """The reply now (the command socket is closing): what the service did, or, not
+        confirmed yet, ``pending`` (a command not yet taken is withdrawn: never applied)."""
+        return self._check(float("inf"))
+
+
+def _commit_reply(d: Decision, outcome: str, detail, within: str) -> dict:
+    """The reply to an answer the table service committed (``ok``), refused (naming why), or
+    did not confirm ``within`` (e.g. ``"within 2 s"``: ``pending``, taken, not yet committed)."""
     if outcome == COMMITTED:
         return {"ok": True, "decision": d.to_json(), "committed": detail}
     if outcome == REFUSED:
@@ -602,9 +648,28 @@ def _committed_reply(registry: CallRegistry, d: Decision, confirm_s: float) -> d
                 "error": f"roll {d.roll_id}: the answer was taken but not applied: {detail}"}
     return {"ok": False, "pending": True, "decision": d.to_json(),
             "error": (f"roll {d.roll_id}: not confirmed: the table service did not commit the answer to its "
-                      f"state store within {confirm_s:g} s. The call is closed and the answer held in memory: "
+                      f"state store {within}. The call is closed and the answer held in memory: "
                       "the service applies it when it next runs (the roll messages show it); if the service "
                       "stops before that, the call is opened again when it starts, to be answered again")}
+
+
+def _committed_reply(registry: CallRegistry, d: Decision, confirm_s: float, wait: bool = True):
+    """The reply to an answer once the table service committed it, refused it, or did not
+    confirm within ``confirm_s`` seconds (``pending``: taken, not yet committed); ``wait``
+    false: an :class:`AwaitingReply` giving it."""
+    within = f"within {confirm_s:g} s"
+    if wait:
+        outcome, detail = registry.commits.wait(d.roll_id, confirm_s)
+        return _commit_reply(d, outcome, detail, within)
+
+    def check(elapsed_s: float) -> dict | None:
+        settled = registry.commits.check(d.roll_id)
+        if settled is not None:
+            return _commit_reply(d, *settled, within)
+        if elapsed_s == float("inf"):
+            return _commit_reply(d, PENDING, None, "before the command socket closed")
+        return _commit_reply(d, PENDING, None, within) if elapsed_s >= confirm_s else None
+    return AwaitingReply("decide", check)
 
 
 #: the longest reason a technician may give for a stop (characters; logged and published)
@@ -612,9 +677,10 @@ MAX_REASON_CHARS = 200
 
 
 def _technician_request(cmd: str, req: dict, table_command: Callable[..., None] | None, console: str | None,
-                        confirm_s: float | None) -> dict:
+                        confirm_s: float | None, wait: bool = True, full: int | None = None):
     """``resume`` / ``stop``: checked, handed to the table service with a :class:`Handoff`,
-    and, with ``confirm_s``, the service's outcome waited for (module docstring)."""
+    and, with ``confirm_s``, the service's outcome waited for (module docstring; ``wait``,
+    ``full``: see :func:`handle_request`)."""
     bad = _table_request_error(cmd, req, {"abandon"} if cmd == "resume" else {"reason"}, table_command)
     if bad is not None:
         return bad
@@ -632,24 +698,48 @@ def _technician_request(cmd: str, req: dict, table_command: Callable[..., None] 
         if len(reason) > MAX_REASON_CHARS or not reason.isprintable():
             return _error(f"stop: reason: at most {MAX_REASON_CHARS} printable characters")
         details["reason"] = reason
-    return _handed_over(cmd, details, table_command, confirm_s, {})
+    return _handed_over(cmd, details, table_command, confirm_s, {}, wait, full)
 
 
 def _handed_over(cmd: str, details: dict, table_command: Callable[..., None], confirm_s: float | None,
-                 echo: dict) -> dict:
+                 echo: dict, wait: bool = True, full: int | None = None):
     """Hand a checked table command to the table service with a :class:`Handoff` and, with
     ``confirm_s``, reply what the service did with it (module docstring): applied (``ok``;
     ``stop``/``resume``: the round event, ``decide-only``/``no-roll``: ``applied`` and what),
     refused naming why, withdrawn (not taken within ``confirm_s``: never applied), or not
     confirmed (``pending``: held until the throw in progress is decided, or taken and not
     finished within a further ``confirm_s``). Without ``confirm_s``: ``{"ok": true, "queued":
-    cmd, **echo}`` at once, and no handoff is passed (as before)."""
+    cmd, **echo}`` at once, and no handoff is passed (as before). ``wait`` false: an
+    :class:`AwaitingReply` giving that reply; ``full``: see :func:`handle_request`."""
     if confirm_s is None:
         table_command(cmd, **details)
         return {"ok": True, "queued": cmd, **echo}
+    if full is not None:
+        return _full_error(cmd, full)
     handoff = Handoff()
     table_command(cmd, handoff=handoff, **details)
-    state = handoff.wait(confirm_s)
+    if wait:
+        return _handoff_reply(cmd, handoff, handoff.wait(confirm_s), confirm_s, echo)
+
+    def check(elapsed_s: float) -> dict | None:
+        state = handoff.check(elapsed_s, confirm_s)
+        if state is None:
+            return None
+        return _handoff_reply(cmd, handoff, state, confirm_s, echo, closing=elapsed_s == float("inf"))
+    return AwaitingReply(cmd, check)
+
+
+def _full_error(cmd: str, full: int) -> dict:
+    """The reply to a command that would wait while the command socket already holds ``full``
+    waiting requests, its bound (:data:`MAX_WAITING`): nothing is applied."""
+    return _error(f"{cmd} not taken: {full} requests already wait for the table service to confirm them on this "
+                  f"command socket, the most it holds; nothing applied: send it again")
+
+
+def _handoff_reply(cmd: str, handoff: Handoff, state: str, confirm_s: float, echo: dict,
+                   closing: bool = False) -> dict:
+    """The reply to a table command whose wait ended in ``state`` (:meth:`Handoff.wait` /
+    :meth:`Handoff.check`); ``closing``: it ended because the command socket closes."""
     if state == DONE:
         if cmd in ("resume", "stop"):
             return {"ok": True, "resumed" if cmd == "resume" else "stopped": handoff.result}
@@ -657,22 +747,25 @@ def _handed_over(cmd: str, details: dict, table_command: Callable[..., None], co
     if state == REFUSED:
         return _error(f"{cmd} refused: {handoff.error}")
     if state == WITHDRAWN:
-        return _error(f"{cmd} not applied: the table service did not take it within {confirm_s:g} s (busy, or "
-                      "not running); nothing changed: send it again")
+        why = ("the command socket closed before the table service took it" if closing else
+               f"the table service did not take it within {confirm_s:g} s (busy, or not running)")
+        return _error(f"{cmd} not applied: {why}; nothing changed: send it again")
     says = {"resume": "the round events (resumed, stopped)", "stop": "the round events (resumed, stopped)",
             "decide-only": "the state message decide-only", "no-roll": "the roll message's called"}[cmd]
     if state == HELD:
         return {"ok": False, "pending": True, "held": True, **echo,
                 "error": (f"{cmd}: not confirmed: the table service {handoff.held}; it is applied then, or "
                           f"refused; {says} or a command-refused alarm say which")}
+    when = "before the command socket closed" if closing else f"within {2 * confirm_s:g} s"
     return {"ok": False, "pending": True, **echo,
-            "error": (f"{cmd}: not confirmed: the table service took it but did not finish within "
-                      f"{2 * confirm_s:g} s; {says} or a command-refused alarm say what it did")}
+            "error": (f"{cmd}: not confirmed: the table service took it but did not finish {when}; {says} or "
+                      "a command-refused alarm say what it did")}
 
 
 def handle_request(registry: CallRegistry, raw: bytes,
                    table_command: Callable[..., None] | None = None, console: str | None = None,
-                   confirm_s: float | None = None) -> dict:
+                   confirm_s: float | None = None, *, wait: bool = True,
+                   full: int | None = None) -> dict | AwaitingReply:
     """Answer one command (see the module docstring); never raises for bad input.
     ``table_command(event, **details)`` takes the commands meant for the table service
     (``TableService.post``); without it they are refused. ``console``: the CURVE public key
@@ -680,7 +773,12 @@ def handle_request(registry: CallRegistry, raw: bytes,
     ``confirm_s``: seconds the reply to ``decide``, ``decide-only``, ``no-roll``, ``resume`` and
     ``stop`` waits for the table service to confirm (controller/handoff.py); ``None``: reply at
     once (a registry without a table service behind it, or a caller on the service's own
-    thread, which would wait on itself)."""
+    thread, which would wait on itself). ``wait`` false (:class:`CommandServer`): a command
+    whose reply waits for the service is handed over and an :class:`AwaitingReply` returned
+    instead of the reply, which gives the same reply without blocking. ``full``: the number of
+    requests the caller already holds waiting, when that is its bound (:data:`MAX_WAITING`): a
+    command that would wait is then refused naming the bound, before anything is taken or
+    handed over (nothing applied); ``None``: room for one more."""
     try:
         req = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -711,13 +809,15 @@ def handle_request(registry: CallRegistry, raw: bytes,
         who = req.get("who")
         if not isinstance(who, str):
             return _error("decide: who (the boxperson's name) is required")
+        if confirm_s is not None and full is not None:
+            return _full_error(cmd, full)
         try:
             d = registry.answer(roll_id, who=who, dice=req.get("dice"), void=void, console=console)
         except DecisionError as exc:
             return _error(str(exc))
         if confirm_s is None:
             return {"ok": True, "decision": d.to_json()}
-        return _committed_reply(registry, d, confirm_s)
+        return _committed_reply(registry, d, confirm_s, wait)
     if cmd == "decide-only":
         bad = _table_request_error(cmd, req, {"on"}, table_command)
         on = req.get("on")
@@ -726,7 +826,7 @@ def handle_request(registry: CallRegistry, raw: bytes,
         if bad is not None:
             return bad
         return _handed_over(cmd, {"on": on, "who": req["who"].strip(), "console": console}, table_command,
-                            confirm_s, {"on": on})
+                            confirm_s, {"on": on}, wait, full)
     if cmd == "no-roll":
         from controller.reasons import STAFF_CALL_REASONS
 
@@ -737,14 +837,15 @@ def handle_request(registry: CallRegistry, raw: bytes,
         if bad is not None:
             return bad
         return _handed_over(cmd, {"reason": reason, "who": req["who"].strip(), "console": console},
-                            table_command, confirm_s, {"reason": reason})
+                            table_command, confirm_s, {"reason": reason}, wait, full)
     if cmd in ("resume", "stop"):
-        return _technician_request(cmd, req, table_command, console, confirm_s)
+        return _technician_request(cmd, req, table_command, console, confirm_s, wait, full)
     return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence, decide-only, no-roll, resume, stop")
 
 
 class CommandServer:
-    """A ZeroMQ REP server answering boxperson commands for a :class:`CallRegistry`.
+    """A ZeroMQ ROUTER server answering boxperson commands for a :class:`CallRegistry`; the
+    consoles are REQ sockets (:func:`send_command`), one reply per request.
 
     Args:
         registry: the calls.
@@ -752,9 +853,23 @@ class CommandServer:
             free port: see :attr:`endpoint`) or ``"ipc:///run/craps/boxperson"``.
         curve: CURVE keys, or ``None`` for a plain socket (loopback / ipc only is advised).
         context: a ``zmq.Context`` (default: a new one, terminated by :meth:`close`).
+        max_waiting: the most requests held waiting for the table service (>= 1, default
+            :data:`MAX_WAITING`).
 
     ``table_command``, ``confirm_s``: see :func:`handle_request` (the table service's
     socket, ``craps-table run``, waits :data:`CONFIRM_S`).
+
+    A request whose reply waits for the table service to confirm it (``decide``,
+    ``decide-only``, ``no-roll``, ``stop``, ``resume`` with ``confirm_s``) is handed over and
+    held, not waited on: :meth:`serve_once` replies to it when the service has applied,
+    committed or refused it, or when its bound passes (the same replies and bounds as one
+    waited on, :class:`AwaitingReply`), and serves the other consoles meanwhile: a
+    boxperson's ``decide`` on a disputed throw (9 NYCRR 5324.52(h)(1)(ii)(a)) is not stalled
+    behind another console's command, and the calls' deadlines keep being enforced
+    (:meth:`CallRegistry.expire`). Beyond ``max_waiting`` requests held, one more that would
+    wait is refused naming the bound, nothing applied. A reply to a console that has gone
+    meanwhile is dropped (the ROUTER socket does not raise); the command is applied or refused
+    all the same, once.
 
     With ``curve``, the allow-list folder is watched (:attr:`watch`, bus/allowwatch.py): read
     again at most every ``reload_every_s`` seconds from :meth:`serve_once` when it changed, and
@@ -767,6 +882,7 @@ class CommandServer:
         bus.keys.BusKeyError: ``curve``'s secret certificate, the allow-list folder or a
             certificate in it cannot be read (named).
         zmq.ZMQError: the endpoint cannot be bound.
+        ValueError: ``confirm_s`` not a finite number > 0, or ``max_waiting`` < 1.
 
     Call :meth:`start` to serve from a background thread (it also expires calls past their
     deadline every ``poll_ms``), or :meth:`serve_once` from your own loop.
@@ -775,11 +891,16 @@ class CommandServer:
     def __init__(self, registry: CallRegistry, endpoint: str, *, curve: CurveServerKeys | None = None,
                  context: zmq.Context | None = None, poll_ms: int = 100,
                  table_command: Callable[..., None] | None = None, confirm_s: float | None = None,
-                 reload_every_s: float = 1.0) -> None:
+                 reload_every_s: float = 1.0, max_waiting: int = MAX_WAITING) -> None:
         if confirm_s is not None and not 0 < confirm_s < float("inf"):
             raise ValueError(f"confirm_s must be a finite number of seconds > 0, got {confirm_s}")
+        if isinstance(max_waiting, bool) or not isinstance(max_waiting, int) or max_waiting < 1:
+            raise ValueError(f"max_waiting must be an int >= 1, got {max_waiting!r}")
         self.registry = registry
         self.confirm_s = confirm_s
+        self.max_waiting = max_waiting
+        #: the requests held waiting for the table service: (the console's routing id, its reply)
+        self.waiting: list[tuple[bytes, AwaitingReply]] = []
         #: where commands for the table service go (``TableService.post``); may be set later
         self.table_command = table_command
         self._own_ctx = context is None
@@ -795,7 +916,9 @@ class CommandServer:
             public, secret = load_curve_secret(Path(curve.secret_cert))
             self.watch = AllowListWatch(curve.authorized_dir, "boxperson commands", log, noun="consoles",
                                         reload_every_s=reload_every_s)
-        self.sock = self.ctx.socket(zmq.REP)
+        # ROUTER, not REP: a reply that waits for the table service does not hold up the next
+        # request; a reply to a routing id that has gone is dropped (no ROUTER_MANDATORY)
+        self.sock = self.ctx.socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.MAXMSGSIZE, REQUEST_MAX_BYTES)
         if curve is not None:
@@ -814,32 +937,92 @@ class CommandServer:
         self.poll_ms = int(poll_ms)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._malformed_logged = -1e9
 
     def serve_once(self, timeout_ms: int = 0) -> bool:
-        """Answer at most one request waiting up to ``timeout_ms``; expire due calls; with
-        CURVE, read the allow-list folder again if it changed (at most every
-        ``reload_every_s``). A command from a console not in the list in effect is refused
-        naming its key, nothing applied. Returns ``True`` when a request was answered."""
+        """Take at most one new request, waiting up to ``timeout_ms`` (at most
+        :data:`WAITING_POLL_MS` while requests are held waiting), and reply to the held ones
+        the table service has settled or whose bound passed; expire due calls; with CURVE,
+        read the allow-list folder again if it changed (at most every ``reload_every_s``). A
+        command from a console not in the list in effect is refused naming its key, nothing
+        applied. Returns ``True`` when a request was taken or a reply sent."""
         self.registry.expire()
         if self.watch is not None:
             self.watch.refresh()
+        replied = self._reply_settled()
+        if self.waiting:
+            timeout_ms = min(timeout_ms, WAITING_POLL_MS)
         if not self.sock.poll(timeout_ms, zmq.POLLIN):
-            return False
-        frame = self.sock.recv(copy=False)
+            return self._reply_settled() or replied
+        frames = self.sock.recv_multipart(copy=False)
+        # a REQ console's request: [routing id, empty delimiter, the command]
+        if len(frames) < 3 or frames[1].bytes != b"":
+            self._log_malformed(len(frames))
+            return replied
+        ident = frames[0].bytes
+        if len(frames) > 3:
+            self._send(ident, _error(f"a request is one message part (the JSON command), got {len(frames) - 2}"))
+            return True
+        body = frames[2]
         # with CURVE, the ZAP handler's User-Id is the client's public key (Z85)
-        console = frame.get("User-Id") if self._auth is not None else None
+        console = body.get("User-Id") if self._auth is not None else None
         try:
             refused = self.watch.refusal(console, "command refused, nothing applied") if self.watch else None
             if refused is not None:
                 self._log_refusal(console, refused)
                 reply = _error(refused)
             else:
-                reply = handle_request(self.registry, frame.bytes, self.table_command, console, self.confirm_s)
+                full = len(self.waiting) if len(self.waiting) >= self.max_waiting else None
+                reply = handle_request(self.registry, body.bytes, self.table_command, console, self.confirm_s,
+                                       wait=False, full=full)
         except Exception:   # a defect here must not stop the boxperson's console: log, answer, serve on
             log.exception("boxperson command server: a request could not be handled")
             reply = _error("internal error: the request was not handled (see the table service's log)")
-        self.sock.send(json.dumps(reply).encode())
+        if isinstance(reply, AwaitingReply):
+            self.waiting.append((ident, reply))
+        else:
+            self._send(ident, reply)
         return True
+
+    def _reply_settled(self, closing: bool = False) -> bool:
+        """Reply to the held requests that are settled or past their bound (``closing``: to
+        every one, :meth:`AwaitingReply.close`); ``True`` when one was replied."""
+        if not self.waiting:
+            return False
+        now, still, replied = time.monotonic(), [], False
+        for ident, awaiting in self.waiting:
+            try:
+                reply = awaiting.close() if closing else awaiting.poll(now)
+            except Exception:   # a defect: the console gets an answer, the others are still served
+                log.exception("boxperson command server: a %s waiting for the table service could not be "
+                              "replied", awaiting.cmd)
+                reply = _error(f"internal error: {awaiting.cmd}: the table service's confirmation could not be "
+                               "read (see the table service's log)")
+            if reply is None:
+                still.append((ident, awaiting))
+            else:
+                self._send(ident, reply)
+                replied = True
+        self.waiting = still
+        return replied
+
+    def _send(self, ident: bytes, reply: dict) -> None:
+        """Send ``reply`` to the console ``ident``; one that has gone is dropped silently by
+        the ROUTER socket, and a console not reading (its queue full) is skipped, logged."""
+        try:
+            self.sock.send_multipart([ident, b"", json.dumps(reply).encode()], flags=zmq.NOBLOCK)
+        except zmq.Again:
+            log.warning("boxperson command server: a reply could not be queued to its console (not reading): "
+                        "dropped")
+
+    def _log_malformed(self, parts: int) -> None:
+        """A message that is no REQ request (no empty delimiter): dropped unanswered, as a REP
+        socket drops it; logged at WARNING at most every 10 s."""
+        now = time.monotonic()
+        if now - self._malformed_logged >= 10.0:
+            log.warning("boxperson command server: a message of %d part(s) without the REQ envelope dropped "
+                        "(consoles send with a REQ socket)", parts)
+            self._malformed_logged = now
 
     def _log_refusal(self, console: str | None, msg: str) -> None:
         """Log a removed console's refused command at WARNING, at most every 10 s per key (a
@@ -867,15 +1050,25 @@ class CommandServer:
         return self
 
     def close(self) -> None:
-        """Stop the thread, close the socket (and the context if it was made here). An answer
-        still waiting for its commit is replied ``pending`` first (``TableService.close``
-        commits the answers taken before it closes this socket)."""
+        """Stop the thread, reply to every request still held waiting, close the socket (and
+        the context if it was made here). A held request is replied with what the service did,
+        else ``pending`` (an answer taken, a command held or taken) or ``not applied`` (a
+        command not yet taken, withdrawn: never applied). ``TableService.close`` commits the
+        answers taken and refuses the commands queued or held before it closes this socket."""
         self._stop.set()
-        self.registry.commits.release()
         if self._thread is not None:
-            # a table command waits up to 2 x confirm_s (TableService.close refuses those queued or held)
+            # the thread does not wait for the service; a table_command hand-over is short
             self._thread.join(timeout=2.0 + 2 * (self.confirm_s or 0.0))
-        self.sock.close(0)
+        replied = False
+        if self._thread is not None and self._thread.is_alive():
+            log.error("boxperson command server: the thread did not stop; %d waiting request(s) not replied",
+                      len(self.waiting))
+        else:
+            replied = self._reply_settled(closing=True)
+        # in-process callers of handle_request still waiting on a commit report pending
+        self.registry.commits.release()
+        # the replies just sent get up to 1 s to leave (a console that has gone is not waited for)
+        self.sock.close(linger=1000 if replied else 0)
         if self._auth is not None:
             self._auth.stop()
         if self._own_ctx:

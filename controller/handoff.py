@@ -24,7 +24,9 @@ person more than what happened:
 
 These are controller rules for the 9 NYCRR 5324.52(h)(1)(ii)(a) decision (the boxperson
 decides the throw; the decision is recorded with the roll) and for a rig's technician; no
-regulation paragraph speaks of threads. Every wait is bounded by the caller's seconds.
+regulation paragraph speaks of threads. Every wait is bounded by the caller's seconds. The
+command socket does not block on them: it parks the request and looks at :meth:`Handoff.check`
+/ :meth:`CommitWaits.check` from its loop, serving other consoles meanwhile.
 """
 from __future__ import annotations
 
@@ -48,7 +50,8 @@ class Handoff:
 
     The service thread calls :meth:`take` before applying the command (``False``: it was
     withdrawn, skip it), then :meth:`finish` with what it published or :meth:`refuse` with why;
-    it may first :meth:`hold` it (keep it to apply later); the command thread calls :meth:`wait`.
+    it may first :meth:`hold` it (keep it to apply later); the command thread calls :meth:`wait`
+    (or :meth:`check`, which does not block).
     States: :data:`QUEUED` -> :data:`HELD` (optional) -> :data:`TAKEN` -> :data:`DONE` or
     :data:`REFUSED`; :data:`QUEUED` -> :data:`WITHDRAWN` (the waiter gave up first).
     """
@@ -113,6 +116,27 @@ class Handoff:
         self._settled.wait(max(0.0, float(timeout_s if taken_s is None else taken_s)))
         return self.state
 
+    def check(self, elapsed_s: float, timeout_s: float, taken_s: float | None = None) -> str | None:
+        """:meth:`wait` without blocking, for a waiter that serves others meanwhile (the
+        command socket parks the request, controller/boxperson.py ``CommandServer``):
+        ``elapsed_s`` seconds after the command was handed over, of a wait of ``timeout_s``
+        (and ``taken_s``, default ``timeout_s``) seconds. Returns :data:`DONE` or
+        :data:`REFUSED` as soon as the service settled it; once ``timeout_s`` has elapsed, a
+        command still queued is withdrawn (:data:`WITHDRAWN`: never applied); once ``timeout_s +
+        taken_s`` has elapsed, :data:`TAKEN` or :data:`HELD`; ``None`` meanwhile (still waiting).
+        ``elapsed_s = inf``: the wait ends now (the socket is closing)."""
+        with self._lock:
+            if self.state in (DONE, REFUSED, WITHDRAWN):
+                return self.state
+            if elapsed_s < timeout_s:
+                return None
+            if self.state == QUEUED:
+                self.state = WITHDRAWN
+                return WITHDRAWN
+            if elapsed_s < timeout_s + (timeout_s if taken_s is None else taken_s):
+                return None
+            return self.state
+
 
 class _Slot:
     __slots__ = ("settled", "outcome", "detail")
@@ -128,8 +152,8 @@ class CommitWaits:
 
     The registry calls :meth:`expect` for an answer before it hands the decision over; the
     service calls :meth:`settle` once the decision's verdict is committed (or not applied);
-    the command thread calls :meth:`wait`. Settled slots are kept (a wait that starts after
-    the settle still sees it), the oldest dropped beyond ``keep``.
+    the command thread calls :meth:`wait` (or :meth:`check`). Settled slots are kept (a wait
+    that starts after the settle still sees it), the oldest dropped beyond ``keep``.
 
     Args:
         keep: how many answers' outcomes to keep (>= 1).
@@ -166,6 +190,19 @@ class CommitWaits:
             slots = list(self._slots.values())
         for slot in slots:
             slot.settled.set()
+
+    def check(self, roll_id: str) -> tuple[str, dict | str | None] | None:
+        """:meth:`wait` without blocking (the command socket parks the request and serves
+        others meanwhile; it bounds the wait itself): ``(COMMITTED, {...})``, ``(REFUSED,
+        why)``, ``(PENDING, None)`` (released, or no answer expected on ``roll_id``), or ``None``
+        while the service has not settled it yet."""
+        with self._lock:
+            slot = self._slots.get(roll_id)
+            if slot is None:
+                return PENDING, None
+            if not slot.settled.is_set():
+                return None
+            return slot.outcome, slot.detail
 
     def wait(self, roll_id: str, timeout_s: float) -> tuple[str, dict | str | None]:
         """``(outcome, detail)`` of the answer on ``roll_id`` within ``timeout_s`` seconds:
