@@ -274,8 +274,8 @@ class BoxpersonSection(_Section):
 
     Attributes:
         timeout_s: seconds a call waits for the boxperson's answer before the throw is void.
-        endpoint: the ZeroMQ endpoint where ``craps-table decide`` reaches the table (a REP
-            socket); ``""``: none. Without ``curve`` it has no authentication, so it must be
+        endpoint: the ZeroMQ endpoint where ``craps-table decide`` reaches the table (a
+            ROUTER socket for REQ consoles); ``""``: none. Without ``curve`` it has no authentication, so it must be
             a loopback tcp:// or an ipc:// endpoint; with ``curve`` any tcp:// or ipc://.
         curve: authenticate and encrypt the socket with CURVE (RFC 26/CurveZMQ): the server
             is the table's bus key (``[bus] keys_dir`` / ``table_key``), and only consoles
