@@ -22,6 +22,7 @@ import zmq
 from controller.boxperson import CONFIRM_S, CallRegistry, CommandServer, send_command
 from controller.handoff import COMMITTED, DONE, HELD, PENDING, QUEUED, REFUSED, TAKEN, WITHDRAWN, CommitWaits, Handoff
 from list_publisher import ListPublisher
+from test_boxperson_commit import _until
 from test_controller_service import _observer_service, run_throws
 
 UNREADABLE = [(2, 100, 100), (0, 200, 120)]   # one face unreadable: a boxperson call
@@ -30,15 +31,6 @@ EIGHT_AGAIN = [(5, 100, 100), (3, 200, 120)]    # the point made
 REPLY_S = 10.0
 #: how soon another console's request is answered while one waits (the old server: ~2 x CONFIRM_S)
 PROMPT_S = 1.0
-
-
-def _until(predicate, seconds: float = REPLY_S) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return predicate()
 
 
 def _send_in_thread(endpoint: str, request: dict) -> tuple[threading.Thread, list]:
