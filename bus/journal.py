@@ -122,9 +122,40 @@ class Journal:
         return int(self._meta("last_seq"))
 
     def first_seq(self) -> int:
-        """The lowest sequence number still held (``last_seq + 1`` if none is held)."""
-        row = self._conn.execute("SELECT MIN(seq) FROM messages").fetchone()
-        return int(row[0]) if row[0] is not None else self.last_seq + 1
+        """The lowest sequence number still held (``last_seq + 1`` if none is held), read in
+        one statement, so one snapshot: read as two, a publisher appending between the
+        ``MIN(seq)`` of an empty journal and ``last_seq`` made a journal holding seq 1..3 say
+        it starts at 4, and a subscriber asking for 1 stopped with ``gap_lost``."""
+        low, last = self._conn.execute(
+            "SELECT (SELECT MIN(seq) FROM messages), (SELECT value FROM meta WHERE key='last_seq')").fetchone()
+        if low is not None:
+            return int(low)
+        if last is None:
+            raise JournalError(f"{self.path}: meta key 'last_seq' missing")
+        return int(last) + 1
+
+    def replay_view(self, seq: int, limit: int, max_bytes: int | None = None
+                    ) -> tuple[list[tuple[int, bytes]], int, int]:
+        """What a replay reply says, from ONE snapshot of the journal (one read transaction):
+        ``(rows, first, head)``: :meth:`read_from` ``(seq, limit, max_bytes)``, :meth:`first_seq`
+        and :attr:`last_seq`. Read one after the other, a publisher appending (or pruning)
+        between them could make the three disagree: e.g. the rows of an empty journal with the
+        ``first`` of one holding 1..3, which tells the subscriber its messages are gone
+        (bus/subscriber.py ``gap_lost``) when they are not.
+
+        Raises:
+            sqlite3.Error: the journal cannot be read (the caller answers the request ERROR).
+        """
+        c = self._conn
+        c.execute("BEGIN")
+        try:
+            rows = self.read_from(seq, limit, max_bytes)
+            first = self.first_seq()
+            head = self.last_seq
+        finally:
+            if c.in_transaction:
+                c.execute("COMMIT")
+        return rows, first, head
 
     def append(self, topic: str, build: Callable[[int, str], tuple[str, bytes]]) -> tuple[int, bytes]:
         """Append one message, durably, under the next sequence number.

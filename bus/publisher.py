@@ -511,15 +511,17 @@ class RollPublisher:
                     raise ValueError(f"'max' must be an int >= 1: {str(want)[:80]!r}")
                 # bounded: at most replay_batch envelopes (or fewer if asked) and REPLY_MAX_BYTES;
                 # the subscriber asks again from where the reply ends
-                rows = journal.read_from(start, min(want, self.cfg.replay_batch), max_bytes=REPLY_MAX_BYTES)
-                head = journal.last_seq
+                # rows, first and head from one snapshot (Journal.replay_view): read apart, an
+                # append in between made "first" say messages the rows had not seen were gone
+                rows, first, head = journal.replay_view(start, min(want, self.cfg.replay_batch),
+                                                        max_bytes=REPLY_MAX_BYTES)
                 # The header is signed like every envelope and carries the subscriber's nonce:
                 # "first" (where the journal starts) makes a subscriber stop with gap_lost, so a
                 # holder of the CURVE key without the signing key must not be able to forge it,
                 # nor send an old one again.
                 _, header = envmod.seal(self._signer, journal_id=journal.journal_id, seq=head,
                                         table_id=self.table_id, topic=envmod.REPLAY_HEADER,
-                                        body={"from": start, "first": journal.first_seq(), "head": head,
+                                        body={"from": start, "first": first, "head": head,
                                               "count": len(rows), "nonce": nonce}, ts=self.clock.iso())
                 # NOBLOCK: a subscriber that asks and does not read fills its queue (SNDHWM); the
                 # reply is then dropped (it asks again) rather than blocking this thread, which

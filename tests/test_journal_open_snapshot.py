@@ -33,3 +33,69 @@ def test_a_message_appended_while_a_reader_opens_the_journal_is_not_a_damaged_jo
     assert reader.last_seq == 2 and [s for s, _ in reader.read_from(1, 10)] == [1, 2]
     reader.close()
     writer.close()
+
+
+class _AppendAfter:
+    """The reader's connection, appending through ``writer`` right after the first statement
+    that contains ``marker`` (the publisher committing between two of the reader's reads)."""
+
+    def __init__(self, conn, writer: Journal, marker: str, times: int) -> None:
+        self._conn, self._writer, self._marker, self._times = conn, writer, marker, times
+        self.appended: list[int] = []
+
+    def execute(self, sql, *args):
+        cur = self._conn.execute(sql, *args)
+        if self._marker in sql and not self.appended:
+            rows = _Rows(cur.fetchall())   # the statement's result, read before the writer commits
+            self.appended = [self._writer.append("roll", _build)[0] for _ in range(self._times)]
+            return rows
+        return cur
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+class _Rows(list):
+    """A fetched result with the cursor methods the journal uses."""
+
+    def fetchone(self):
+        return self[0] if self else None
+
+    def close(self) -> None:
+        pass
+
+
+def test_where_an_empty_journal_starts_is_read_in_one_snapshot(tmp_path: Path):
+    """first_seq of an empty journal: before, MIN(seq) (none) and last_seq were two reads, and 3
+    messages appended between them made it 4: a subscriber asking for seq 1 was told 1..3 were
+    gone (gap_lost) while the journal held them."""
+    path = tmp_path / "journal.sqlite"
+    writer = Journal(path)
+    reader = Journal(path, readonly=True)
+    proxy = _AppendAfter(reader._conn, writer, "MIN(seq)", 3)
+    reader._conn = proxy
+    first = reader.first_seq()
+    assert proxy.appended == [1, 2, 3]
+    assert first == 1          # the snapshot of the empty journal: last_seq 0 + 1; before: 4
+    assert reader.first_seq() == 1 and reader.last_seq == 3
+    reader._conn = proxy._conn
+    reader.close()
+    writer.close()
+
+
+def test_a_replay_reply_reads_rows_first_and_head_in_one_snapshot(tmp_path: Path):
+    """The publisher's replay header (bus/publisher.py): rows, first and head from one read
+    transaction, so messages appended while it reads do not appear in first/head without the rows."""
+    path = tmp_path / "journal.sqlite"
+    writer = Journal(path)
+    reader = Journal(path, readonly=True)
+    proxy = _AppendAfter(reader._conn, writer, "ORDER BY seq LIMIT", 3)
+    reader._conn = proxy
+    rows, first, head = reader.replay_view(1, 10)
+    assert proxy.appended == [1, 2, 3]
+    assert (rows, first, head) == ([], 1, 0)     # the empty journal as one snapshot saw it
+    rows, first, head = reader.replay_view(1, 10)
+    assert ([s for s, _ in rows], first, head) == ([1, 2, 3], 1, 3)
+    reader._conn = proxy._conn
+    reader.close()
+    writer.close()
