@@ -36,6 +36,7 @@ Tables (all amounts in cents):
 from __future__ import annotations
 
 import copy
+import fcntl
 import json
 import os
 import sqlite3
@@ -184,6 +185,30 @@ def _check_file(db: sqlite3.Connection, path) -> None:
                          f"recorded changes sum to {wrong[2]} cents; it is not used: restore it from a copy")
 
 
+def _take_lock(path: Path):
+    """Take the exclusive lock ``<ledger>.lock`` beside ``path`` (one session per ledger);
+    returns its open file, whose closing releases it.
+
+    Raises:
+        ValueError: ``ledger PATH: in use by another ...`` (the lock is held), or the lock file
+            cannot be opened (a missing directory, no permission), naming it.
+    """
+    lock = Path(str(path) + ".lock")
+    if not path.parent.is_dir():
+        raise ValueError(f"ledger {path}: unable to open database file: its directory {path.parent} does not exist")
+    try:
+        f = open(lock, "a")
+    except OSError as exc:
+        raise ValueError(f"ledger {path}: cannot open its lock {lock}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise ValueError(f"ledger {path}: in use by another settle-service or settle session (lock {lock} "
+                         "held); one session owns a ledger, or rolls and wagers would be applied twice") from None
+    return f
+
+
 class Session:
     """A table session persisted in SQLite.
 
@@ -195,16 +220,26 @@ class Session:
     sound ledger (:func:`_check_file`): a ledger emptied, truncated or overwritten while the
     service was stopped is refused, never taken for a new, empty one.
 
+    One session owns a ledger file: it holds an exclusive ``flock`` on ``<ledger>.lock`` until
+    :meth:`close` (as the controller's state store and the bus journal do). Two settle-services
+    (or a ``craps-table settle``) on one ledger would each apply the same rolls and wagers from
+    their own in-memory layout: bets placed twice, a payout settled twice, and the second to
+    commit stopping on a constraint error.
+
     Raises:
-        ValueError: the file was written under a different profile, or cannot be used as a
-            ledger (not an SQLite database, a missing directory, no permission, damaged, empty
-            or truncated, not a ledger: the message is ``ledger PATH: <what is wrong>``).
+        ValueError: the file was written under a different profile, is in use by another
+            session (its lock is held), or cannot be used as a ledger (not an SQLite database,
+            a missing directory, no permission, damaged, empty or truncated, not a ledger: the
+            message is ``ledger PATH: <what is wrong>``).
     """
 
     def __init__(self, prof, path: str | Path = ":memory:"):
         self.prof = prof
         self.db = None
+        self._lockfile = None
         memory = str(path) == ":memory:"
+        if not memory:
+            self._lockfile = _take_lock(Path(path))
         try:
             if not memory and not Path(path).exists():
                 _create(prof, Path(path))   # whole or not at all: a ledger file is never empty
@@ -229,6 +264,8 @@ class Session:
             # not a database, damaged, a missing directory, no permission, an unreadable snapshot
             if self.db is not None:
                 self.db.close()
+            if self._lockfile is not None:
+                self._lockfile.close()     # releases the flock
             if isinstance(exc, ValueError) and str(exc).startswith(f"ledger {path}"):
                 raise
             raise ValueError(f"ledger {path}: {getattr(exc, 'strerror', None) or exc}") from None
@@ -561,5 +598,9 @@ class Session:
     def close(self) -> None:
         """Close the ledger's SQLite connection. Every change was committed in its own transaction,
         so nothing is lost; the session is not usable afterwards (``sqlite3.ProgrammingError``).
+        The ledger's lock is released: another session may open it.
         """
         self.db.close()
+        if self._lockfile is not None:
+            self._lockfile.close()     # releases the flock
+            self._lockfile = None

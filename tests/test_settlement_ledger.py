@@ -130,5 +130,22 @@ def test_a_ledger_in_a_missing_directory_is_a_value_error_naming_the_ledger(prof
     path = tmp_path / "no" / "such" / "ledger.sqlite"
     with pytest.raises(ValueError) as info:
         Session(prof, path)
-    assert str(info.value) == f"ledger {path}: unable to open database file"
+    assert str(info.value) == (f"ledger {path}: unable to open database file: its directory {path.parent} "
+                               "does not exist")
     assert not (tmp_path / "no").exists()
+
+
+def test_one_session_owns_a_ledger_file(prof, tmp_path):
+    """A second session on a ledger in use (a second settle-service) is refused naming the lock:
+    two would apply the same rolls and wagers from their own layouts (bets placed twice, payouts
+    settled twice). Closing the first releases it."""
+    path = tmp_path / "ledger.sqlite"
+    first = Session(prof, path)
+    with pytest.raises(ValueError) as info:
+        Session(prof, path)
+    assert str(info.value).startswith(f"ledger {path}: in use by another settle-service or settle session "
+                                      f"(lock {path}.lock held)")
+    first.close()
+    again = Session(prof, path)
+    assert again.last_bus_seq == 0
+    again.close()
