@@ -27,7 +27,6 @@ A folder that cannot be read at a reload keeps the list in effect less the remov
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import sqlite3
@@ -42,6 +41,7 @@ from zmq.auth.thread import ThreadAuthenticator
 from bus import envelope as envmod
 from bus.allowwatch import AllowListWatch, Reload, short_key
 from bus.config import BusConfig
+from bus.filelock import LockHeld, take_exclusive
 from bus.journal import AckStore, Journal, acks_path
 from bus.keys import BusKeyError, RefusalLog, key_files, load_curve_secret, load_signing_key
 from bus.ratelimit import PeerRateLimiter
@@ -201,13 +201,10 @@ class RollPublisher:
     @staticmethod
     def _take_lock(path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(path, "a")
         try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            f.close()
-            raise RuntimeError(f"journal {path.with_suffix('')} is in use by another publisher (lock {path})")
-        return f
+            return take_exclusive(path)
+        except LockHeld:
+            raise RuntimeError(f"journal {path.with_suffix('')} is in use by another publisher (lock {path})") from None
 
     def _server_socket(self, kind: int) -> zmq.Socket:
         s = self._ctx.socket(kind)

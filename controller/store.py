@@ -29,12 +29,12 @@ One process owns the file: :class:`StateStore` holds an exclusive ``flock`` on `
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import sqlite3
 import time
 from pathlib import Path
 
+from bus.filelock import LockHeld, take_exclusive
 from controller.game import GameState, state_from_json
 
 #: The schema this code writes (``PRAGMA user_version``). 0: a file made before the version was
@@ -116,15 +116,11 @@ class StateStore:
         """Take the exclusive lock ``<db>.lock`` (one service per store)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            f = open(self.lock_path, "a")
+            return take_exclusive(self.lock_path)
+        except LockHeld:
+            raise StoreError(f"state db {self.path} is in use by another service (lock {self.lock_path})") from None
         except OSError as exc:
             raise StoreError(f"state db {self.path}: cannot open the lock {self.lock_path}: {exc}") from exc
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            f.close()
-            raise StoreError(f"state db {self.path} is in use by another service (lock {self.lock_path})") from None
-        return f
 
     def _open_schema(self) -> None:
         """Create the tables in a new file, upgrade a version-0 file, refuse a newer one or one

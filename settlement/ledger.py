@@ -36,7 +36,6 @@ Tables (all amounts in cents):
 from __future__ import annotations
 
 import copy
-import fcntl
 import json
 import os
 import sqlite3
@@ -44,6 +43,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
+
+from bus.filelock import LockHeld, take_exclusive
 
 from .clock import utc_now as _watched_utc_now
 from .engine import Rejected, Settlement, Table
@@ -197,16 +198,12 @@ def _take_lock(path: Path):
     if not path.parent.is_dir():
         raise ValueError(f"ledger {path}: unable to open database file: its directory {path.parent} does not exist")
     try:
-        f = open(lock, "a")
-    except OSError as exc:
-        raise ValueError(f"ledger {path}: cannot open its lock {lock}: {exc.strerror or exc}") from None
-    try:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.close()
+        return take_exclusive(lock)
+    except LockHeld:
         raise ValueError(f"ledger {path}: in use by another settle-service or settle session (lock {lock} "
                          "held); one session owns a ledger, or rolls and wagers would be applied twice") from None
-    return f
+    except OSError as exc:
+        raise ValueError(f"ledger {path}: cannot open its lock {lock}: {exc.strerror or exc}") from None
 
 
 class Session:
