@@ -605,7 +605,7 @@ class AwaitingReply:
     """The reply to a command that waits for the table service to confirm it, without
     blocking: :class:`CommandServer` parks the request (the console's routing id and this) and
     serves other consoles meanwhile, looking at :meth:`poll` from its loop. The reply is the
-    one a blocking wait (:func:`handle_request` with ``wait=True``) would give at the same
+    one a blocking wait (:meth:`Handoff.wait`) would give at the same
     moment, with the same bounds (``confirm_s``, controller/handoff.py).
 
     Args:
@@ -653,14 +653,11 @@ def _commit_reply(d: Decision, outcome: str, detail, within: str) -> dict:
                       "stops before that, the call is opened again when it starts, to be answered again")}
 
 
-def _committed_reply(registry: CallRegistry, d: Decision, confirm_s: float, wait: bool = True):
-    """The reply to an answer once the table service committed it, refused it, or did not
-    confirm within ``confirm_s`` seconds (``pending``: taken, not yet committed); ``wait``
-    false: an :class:`AwaitingReply` giving it."""
+def _committed_reply(registry: CallRegistry, d: Decision, confirm_s: float) -> AwaitingReply:
+    """An :class:`AwaitingReply` giving the reply to an answer once the table service
+    committed it, refused it, or did not confirm within ``confirm_s`` seconds (``pending``:
+    taken, not yet committed)."""
     within = f"within {confirm_s:g} s"
-    if wait:
-        outcome, detail = registry.commits.wait(d.roll_id, confirm_s)
-        return _commit_reply(d, outcome, detail, within)
 
     def check(elapsed_s: float) -> dict | None:
         settled = registry.commits.check(d.roll_id)
@@ -677,10 +674,10 @@ MAX_REASON_CHARS = 200
 
 
 def _technician_request(cmd: str, req: dict, table_command: Callable[..., None] | None, console: str | None,
-                        confirm_s: float | None, wait: bool = True, full: int | None = None):
+                        confirm_s: float | None, full: int | None = None):
     """``resume`` / ``stop``: checked, handed to the table service with a :class:`Handoff`,
-    and, with ``confirm_s``, the service's outcome waited for (module docstring; ``wait``,
-    ``full``: see :func:`handle_request`)."""
+    and, with ``confirm_s``, the service's outcome waited for (module docstring; ``full``: see
+    :func:`handle_request`)."""
     bad = _table_request_error(cmd, req, {"abandon"} if cmd == "resume" else {"reason"}, table_command)
     if bad is not None:
         return bad
@@ -698,18 +695,18 @@ def _technician_request(cmd: str, req: dict, table_command: Callable[..., None] 
         if len(reason) > MAX_REASON_CHARS or not reason.isprintable():
             return _error(f"stop: reason: at most {MAX_REASON_CHARS} printable characters")
         details["reason"] = reason
-    return _handed_over(cmd, details, table_command, confirm_s, {}, wait, full)
+    return _handed_over(cmd, details, table_command, confirm_s, {}, full)
 
 
 def _handed_over(cmd: str, details: dict, table_command: Callable[..., None], confirm_s: float | None,
-                 echo: dict, wait: bool = True, full: int | None = None):
+                 echo: dict, full: int | None = None):
     """Hand a checked table command to the table service with a :class:`Handoff` and, with
     ``confirm_s``, reply what the service did with it (module docstring): applied (``ok``;
     ``stop``/``resume``: the round event, ``decide-only``/``no-roll``: ``applied`` and what),
     refused naming why, withdrawn (not taken within ``confirm_s``: never applied), or not
     confirmed (``pending``: held until the throw in progress is decided, or taken and not
     finished within a further ``confirm_s``). Without ``confirm_s``: ``{"ok": true, "queued":
-    cmd, **echo}`` at once, and no handoff is passed (as before). ``wait`` false: an
+    cmd, **echo}`` at once, and no handoff is passed (as before). With ``confirm_s``, an
     :class:`AwaitingReply` giving that reply; ``full``: see :func:`handle_request`."""
     if confirm_s is None:
         table_command(cmd, **details)
@@ -718,8 +715,6 @@ def _handed_over(cmd: str, details: dict, table_command: Callable[..., None], co
         return _full_error(cmd, full)
     handoff = Handoff()
     table_command(cmd, handoff=handoff, **details)
-    if wait:
-        return _handoff_reply(cmd, handoff, handoff.wait(confirm_s), confirm_s, echo)
 
     def check(elapsed_s: float) -> dict | None:
         state = handoff.check(elapsed_s, confirm_s)
@@ -764,18 +759,18 @@ def _handoff_reply(cmd: str, handoff: Handoff, state: str, confirm_s: float, ech
 
 def handle_request(registry: CallRegistry, raw: bytes,
                    table_command: Callable[..., None] | None = None, console: str | None = None,
-                   confirm_s: float | None = None, *, wait: bool = True,
+                   confirm_s: float | None = None, *,
                    full: int | None = None) -> dict | AwaitingReply:
     """Answer one command (see the module docstring); never raises for bad input.
     ``table_command(event, **details)`` takes the commands meant for the table service
     (``TableService.post``); without it they are refused. ``console``: the CURVE public key
     the socket authenticated the sender by (recorded with a decision), or ``None``.
     ``confirm_s``: seconds the reply to ``decide``, ``decide-only``, ``no-roll``, ``resume`` and
-    ``stop`` waits for the table service to confirm (controller/handoff.py); ``None``: reply at
-    once (a registry without a table service behind it, or a caller on the service's own
-    thread, which would wait on itself). ``wait`` false (:class:`CommandServer`): a command
-    whose reply waits for the service is handed over and an :class:`AwaitingReply` returned
-    instead of the reply, which gives the same reply without blocking. ``full``: the number of
+    ``stop`` waits for the table service to confirm (controller/handoff.py): such a command is
+    handed over and an :class:`AwaitingReply` returned instead of the reply, which gives it
+    without blocking (:class:`CommandServer` holds it and serves others meanwhile); ``None``:
+    reply at once (a registry without a table service behind it, or a caller on the service's
+    own thread, which would wait on itself). ``full``: the number of
     requests the caller already holds waiting, when that is its bound (:data:`MAX_WAITING`): a
     command that would wait is then refused naming the bound, before anything is taken or
     handed over (nothing applied); ``None``: room for one more."""
@@ -817,7 +812,7 @@ def handle_request(registry: CallRegistry, raw: bytes,
             return _error(str(exc))
         if confirm_s is None:
             return {"ok": True, "decision": d.to_json()}
-        return _committed_reply(registry, d, confirm_s, wait)
+        return _committed_reply(registry, d, confirm_s)
     if cmd == "decide-only":
         bad = _table_request_error(cmd, req, {"on"}, table_command)
         on = req.get("on")
@@ -826,7 +821,7 @@ def handle_request(registry: CallRegistry, raw: bytes,
         if bad is not None:
             return bad
         return _handed_over(cmd, {"on": on, "who": req["who"].strip(), "console": console}, table_command,
-                            confirm_s, {"on": on}, wait, full)
+                            confirm_s, {"on": on}, full)
     if cmd == "no-roll":
         from controller.reasons import STAFF_CALL_REASONS
 
@@ -837,9 +832,9 @@ def handle_request(registry: CallRegistry, raw: bytes,
         if bad is not None:
             return bad
         return _handed_over(cmd, {"reason": reason, "who": req["who"].strip(), "console": console},
-                            table_command, confirm_s, {"reason": reason}, wait, full)
+                            table_command, confirm_s, {"reason": reason}, full)
     if cmd in ("resume", "stop"):
-        return _technician_request(cmd, req, table_command, console, confirm_s, wait, full)
+        return _technician_request(cmd, req, table_command, console, confirm_s, full)
     return _error(f"unknown cmd {cmd!r}; commands: decide, pending, evidence, decide-only, no-roll, resume, stop")
 
 
@@ -974,7 +969,7 @@ class CommandServer:
             else:
                 full = len(self.waiting) if len(self.waiting) >= self.max_waiting else None
                 reply = handle_request(self.registry, body.bytes, self.table_command, console, self.confirm_s,
-                                       wait=False, full=full)
+                                       full=full)
         except Exception:   # a defect here must not stop the boxperson's console: log, answer, serve on
             log.exception("boxperson command server: a request could not be handled")
             reply = _error("internal error: the request was not handled (see the table service's log)")
@@ -1065,8 +1060,6 @@ class CommandServer:
                       len(self.waiting))
         else:
             replied = self._reply_settled(closing=True)
-        # in-process callers of handle_request still waiting on a commit report pending
-        self.registry.commits.release()
         # the replies just sent get up to 1 s to leave (a console that has gone is not waited for)
         self.sock.close(linger=1000 if replied else 0)
         if self._auth is not None:

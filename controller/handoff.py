@@ -152,8 +152,8 @@ class CommitWaits:
 
     The registry calls :meth:`expect` for an answer before it hands the decision over; the
     service calls :meth:`settle` once the decision's verdict is committed (or not applied);
-    the command thread calls :meth:`wait` (or :meth:`check`). Settled slots are kept (a wait
-    that starts after the settle still sees it), the oldest dropped beyond ``keep``.
+    the command socket looks at :meth:`check` (it bounds the wait itself). Settled slots are
+    kept (a look after the settle still sees it), the oldest dropped beyond ``keep``.
 
     Args:
         keep: how many answers' outcomes to keep (>= 1).
@@ -184,16 +184,17 @@ class CommitWaits:
             slot.settled.set()
 
     def release(self) -> None:
-        """Wake every waiter still waiting (the command socket is closing): they report
-        :data:`PENDING`."""
+        """End every wait still open: :meth:`check` reports :data:`PENDING` for each answer not
+        settled yet."""
         with self._lock:
             slots = list(self._slots.values())
         for slot in slots:
             slot.settled.set()
 
     def check(self, roll_id: str) -> tuple[str, dict | str | None] | None:
-        """:meth:`wait` without blocking (the command socket parks the request and serves
-        others meanwhile; it bounds the wait itself): ``(COMMITTED, {...})``, ``(REFUSED,
+        """The outcome of the answer on ``roll_id``, without blocking (the command socket parks
+        the request and serves others meanwhile; it bounds the wait itself): ``(COMMITTED,
+        {"roll_id": ..., "published": ...})``, ``(REFUSED,
         why)``, ``(PENDING, None)`` (released, or no answer expected on ``roll_id``), or ``None``
         while the service has not settled it yet."""
         with self._lock:
@@ -202,16 +203,4 @@ class CommitWaits:
                 return PENDING, None
             if not slot.settled.is_set():
                 return None
-            return slot.outcome, slot.detail
-
-    def wait(self, roll_id: str, timeout_s: float) -> tuple[str, dict | str | None]:
-        """``(outcome, detail)`` of the answer on ``roll_id`` within ``timeout_s`` seconds:
-        ``(COMMITTED, {"roll_id": ..., "published": ...})``, ``(REFUSED, why)``, or
-        ``(PENDING, None)`` (not confirmed in time, or released)."""
-        with self._lock:
-            slot = self._slots.get(roll_id)
-        if slot is None:
-            return PENDING, None
-        slot.settled.wait(max(0.0, float(timeout_s)))
-        with self._lock:
             return slot.outcome, slot.detail
