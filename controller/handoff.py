@@ -40,7 +40,7 @@ HELD = "held"
 DONE = "done"
 REFUSED = "refused"
 WITHDRAWN = "withdrawn"
-#: outcomes of :meth:`CommitWaits.wait` (and :data:`REFUSED`)
+#: outcomes of :meth:`CommitWaits.check` (and :data:`REFUSED`)
 COMMITTED = "committed"
 PENDING = "pending"
 
